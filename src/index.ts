@@ -1,0 +1,2 @@
+export { QueryError } from './errors.js';
+export type { QueryErrorDetail, QueryErrorInit } from './errors.js';
