@@ -1,0 +1,196 @@
+/**
+ * search.text(FIELD, 'terms' [, min_matches]) over one field index: query preparation (tokens,
+ * dedupe, min_matches rules, address expansions) and evaluation with BM25 (SERVICE.md §4).
+ *
+ * Evaluation is term-at-a-time into dense per-row scratch arrays owned by the index, so a query
+ * allocates only its result. See DESIGN.md "Text search" for the measurements behind this choice.
+ */
+import { QueryError } from '../errors.js';
+import { Lexicon } from './lexicon.js';
+import type { FieldIndex } from './postings.js';
+import { normalizeAddressToken, tokenize } from './tokenize.js';
+
+export const BM25_K1 = 1.2;
+export const BM25_B = 0.75;
+/** Weight of a prefix or fuzzy match relative to the exact term score. */
+export const INEXACT_WEIGHT = 0.5;
+export const ADDRESS_THRESHOLD = 0.4;
+export const DEFAULT_MAX_SEARCH_TERMS = 32;
+
+export function idf(rowCount: number, docFreq: number): number {
+  return Math.log(1 + (rowCount - docFreq + 0.5) / (docFreq + 0.5));
+}
+
+export interface PreparedTerm {
+  /** The query term after tokenizing (and, for addresses, normalizing). */
+  readonly term: string;
+  /** Term id of the exact match, or -1 when the term is not in the index. */
+  readonly exact: number;
+  /** Prefix and fuzzy matches (term ids), scored at INEXACT_WEIGHT. */
+  readonly inexact: readonly number[];
+}
+
+export interface PreparedSearch {
+  readonly terms: readonly PreparedTerm[];
+  /** Matching terms a row needs (after defaults and capping). */
+  readonly minMatches: number;
+}
+
+export interface SearchMatch {
+  /** Matching rows, ascending. */
+  readonly rows: Uint32Array;
+  /** BM25 score of each matching row, parallel to rows. */
+  readonly scores: Float64Array;
+}
+
+const lexicons = new WeakMap<FieldIndex, Lexicon>();
+function lexiconOf(index: FieldIndex): Lexicon {
+  let lex = lexicons.get(index);
+  if (!lex) {
+    lex = new Lexicon(index);
+    lexicons.set(index, lex);
+  }
+  return lex;
+}
+
+/**
+ * Checks and prepares a search. `minMatches` undefined means the field's default. Throws a
+ * QueryError (EmptySearchQuery, InvalidMinMatches, TooManySearchTerms) for bad input.
+ */
+export function prepareSearch(
+  index: FieldIndex,
+  text: string,
+  minMatches?: number,
+  maxTerms = DEFAULT_MAX_SEARCH_TERMS,
+): PreparedSearch {
+  if (minMatches !== undefined && (!Number.isInteger(minMatches) || minMatches < 1)) {
+    throw new QueryError('InvalidMinMatches', `search.text min_matches must be a positive integer, got ${String(minMatches)}.`, { option: '$filter' });
+  }
+  const raw = tokenize(text);
+  const seen = new Set<string>();
+  const pairs: Array<{ raw: string; term: string }> = [];
+  for (const r of raw) {
+    const term = index.address ? normalizeAddressToken(r) : r;
+    if (seen.has(term)) continue;
+    seen.add(term);
+    pairs.push({ raw: r, term });
+  }
+  if (pairs.length === 0) {
+    throw new QueryError('EmptySearchQuery', `search.text needs at least one word or number to search for; '${text}' has none.`, { option: '$filter' });
+  }
+  if (pairs.length > maxTerms) {
+    throw new QueryError('TooManySearchTerms', `search.text takes at most ${maxTerms} distinct terms; '${text.slice(0, 60)}' has ${pairs.length}.`, { option: '$filter' });
+  }
+  // The type-ahead term is the last word as typed (its last token), whatever it normalizes to.
+  const lastRaw = raw[raw.length - 1];
+  const terms = pairs.map(({ raw: r, term }, i): PreparedTerm => {
+    const exact = index.termIds.get(term) ?? -1;
+    if (!index.address) return { term, exact, inexact: [] };
+    const lex = lexiconOf(index);
+    const inexact = new Set<number>();
+    const isLast = i === pairs.length - 1 || r === lastRaw;
+    if (isLast && lastRaw.length >= 2) {
+      for (const id of lex.withPrefix(lastRaw, [])) inexact.add(id);
+      if (term !== lastRaw) for (const id of lex.withPrefix(term, [])) inexact.add(id);
+    }
+    for (const id of lex.withinOneEdit(term, [])) inexact.add(id);
+    inexact.delete(exact);
+    return { term, exact, inexact: [...inexact].sort((a, b) => a - b) };
+  });
+  const defaultMin = index.address ? Math.ceil(ADDRESS_THRESHOLD * terms.length) : terms.length;
+  return { terms, minMatches: Math.min(minMatches ?? defaultMin, terms.length) };
+}
+
+/** Per-index scratch, sized to the row count once and reused by every evaluation. */
+interface Scratch {
+  total: Float64Array;
+  best: Float64Array;
+  matched: Uint8Array;
+  termStamp: Int32Array;
+  exactStamp: Int32Array;
+  stamp: number;
+}
+const scratches = new WeakMap<FieldIndex, Scratch>();
+function scratchOf(index: FieldIndex): Scratch {
+  let s = scratches.get(index);
+  if (!s) {
+    const n = index.rowCount;
+    s = {
+      total: new Float64Array(n),
+      best: new Float64Array(n),
+      matched: new Uint8Array(n),
+      termStamp: new Int32Array(n),
+      exactStamp: new Int32Array(n),
+      stamp: 0,
+    };
+    scratches.set(index, s);
+  }
+  if (s.stamp > 0x7ffffff0) {
+    s.termStamp.fill(0);
+    s.exactStamp.fill(0);
+    s.stamp = 0;
+  }
+  return s;
+}
+
+/** Rows satisfying the search, ascending, with their BM25 scores. */
+export function evaluateSearch(index: FieldIndex, search: PreparedSearch): SearchMatch {
+  const { offsets, rows, tfs, lengths, rowCount } = index;
+  const s = scratchOf(index);
+  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
+  const base = 1 - BM25_B;
+  const touched: number[] = [];
+  for (const t of search.terms) {
+    const stamp = ++s.stamp;
+    const termRows: number[] = [];
+    const visit = (termId: number, weight: number, exact: boolean): void => {
+      const w = weight * idf(rowCount, offsets[termId + 1] - offsets[termId]);
+      for (let p = offsets[termId], end = offsets[termId + 1]; p < end; p++) {
+        const row = rows[p];
+        if (!exact && s.exactStamp[row] === stamp) continue; // an exact match always wins
+        const tf = tfs[p];
+        const score = (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (base + norm * lengths[row]));
+        if (s.termStamp[row] !== stamp) {
+          s.termStamp[row] = stamp;
+          s.best[row] = score;
+          termRows.push(row);
+        } else if (score > s.best[row]) s.best[row] = score;
+        if (exact) s.exactStamp[row] = stamp;
+      }
+    };
+    if (t.exact >= 0) visit(t.exact, 1, true);
+    for (const id of t.inexact) visit(id, INEXACT_WEIGHT, false);
+    for (const row of termRows) {
+      if (s.matched[row] === 0) {
+        touched.push(row);
+        s.total[row] = 0;
+      }
+      s.matched[row]++;
+      s.total[row] += s.best[row];
+    }
+  }
+  // Collect qualifying rows in ascending order through a bitset: O(rows/32 + matches), no sort.
+  const bits = new Uint32Array((rowCount + 31) >>> 5);
+  let count = 0;
+  for (const row of touched) {
+    if (s.matched[row] >= search.minMatches) {
+      bits[row >>> 5] |= 1 << (row & 31);
+      count++;
+    }
+  }
+  const outRows = new Uint32Array(count);
+  const outScores = new Float64Array(count);
+  let k = 0;
+  for (let w = 0; w < bits.length && k < count; w++) {
+    let word = bits[w];
+    while (word !== 0) {
+      const bit = 31 - Math.clz32(word & -word);
+      const row = (w << 5) | bit;
+      outRows[k] = row;
+      outScores[k++] = s.total[row];
+      word &= word - 1;
+    }
+  }
+  for (const row of touched) s.matched[row] = 0;
+  return { rows: outRows, scores: outScores };
+}

@@ -1,0 +1,46 @@
+/**
+ * The tokenizer of SERVICE.md §4, the same for documents and queries: Unicode NFKD, combining
+ * marks removed, lower case, split on anything that is not a letter or a digit. ASCII text (by far
+ * the common case) takes a fast path with the same result and no normalization or regex.
+ */
+import { ADDRESS_NORMAL_FORM } from './usps.js';
+
+const NON_ASCII = /[^\x00-\x7f]/;
+const MARKS = /\p{M}+/gu;
+const SEPARATORS = /[^\p{L}\p{N}]+/u;
+
+/** Appends the tokens of `text` to `out` (allocation-light; `out` is reused by callers). */
+export function tokenizeInto(text: string, out: string[]): string[] {
+  if (NON_ASCII.test(text)) {
+    for (const t of text.normalize('NFKD').replace(MARKS, '').toLowerCase().split(SEPARATORS)) if (t) out.push(t);
+    return out;
+  }
+  let start = -1;
+  let lower = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 32;
+    const isUpper = c >= 65 && c <= 90;
+    const isWord = isUpper || (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
+    if (isWord) {
+      if (start < 0) {
+        start = i;
+        lower = false;
+      }
+      if (isUpper) lower = true;
+    } else if (start >= 0) {
+      const token = text.slice(start, i);
+      out.push(lower ? token.toLowerCase() : token);
+      start = -1;
+    }
+  }
+  return out;
+}
+
+export function tokenize(text: string): string[] {
+  return tokenizeInto(text, []);
+}
+
+/** Address normalization: USPS suffix and directional forms map to their group's primary name. */
+export function normalizeAddressToken(token: string): string {
+  return ADDRESS_NORMAL_FORM.get(token) ?? token;
+}
