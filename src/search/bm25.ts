@@ -108,6 +108,9 @@ interface Scratch {
   matched: Uint8Array;
   termStamp: Int32Array;
   exactStamp: Int32Array;
+  /** Rows touched by the current term, then rows touched by the whole query. */
+  termRows: Uint32Array;
+  touched: Uint32Array;
   stamp: number;
 }
 const scratches = new WeakMap<FieldIndex, Scratch>();
@@ -121,6 +124,8 @@ function scratchOf(index: FieldIndex): Scratch {
       matched: new Uint8Array(n),
       termStamp: new Int32Array(n),
       exactStamp: new Int32Array(n),
+      termRows: new Uint32Array(n),
+      touched: new Uint32Array(n),
       stamp: 0,
     };
     scratches.set(index, s);
@@ -133,47 +138,60 @@ function scratchOf(index: FieldIndex): Scratch {
   return s;
 }
 
-/** Rows satisfying the search, ascending, with their BM25 scores. */
-export function evaluateSearch(index: FieldIndex, search: PreparedSearch): SearchMatch {
-  const { offsets, rows, tfs, lengths, rowCount } = index;
-  const s = scratchOf(index);
+/**
+ * Adds one term's postings to the per-term best scores. Exact postings mark their rows so that
+ * inexact postings of the same term skip them: an exact match always wins.
+ */
+function visitPostings(index: FieldIndex, s: Scratch, termId: number, weight: number, exact: boolean, stamp: number, termCount: number): number {
+  const { offsets, rows, tfs, lengths } = index;
+  const w = weight * idf(index.rowCount, offsets[termId + 1] - offsets[termId]);
   const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
   const base = 1 - BM25_B;
-  const touched: number[] = [];
+  const k1p1 = BM25_K1 + 1;
+  const { termStamp, exactStamp, best, termRows } = s;
+  for (let p = offsets[termId], end = offsets[termId + 1]; p < end; p++) {
+    const row = rows[p];
+    if (!exact && exactStamp[row] === stamp) continue;
+    const tf = tfs[p];
+    const score = (w * tf * k1p1) / (tf + BM25_K1 * (base + norm * lengths[row]));
+    if (termStamp[row] !== stamp) {
+      termStamp[row] = stamp;
+      best[row] = score;
+      termRows[termCount++] = row;
+    } else if (score > best[row]) best[row] = score;
+    if (exact) exactStamp[row] = stamp;
+  }
+  return termCount;
+}
+
+/** Rows satisfying the search, ascending, with their BM25 scores. */
+export function evaluateSearch(index: FieldIndex, search: PreparedSearch): SearchMatch {
+  const { rowCount } = index;
+  const s = scratchOf(index);
+  const { total, best, matched, termRows, touched } = s;
+  let touchedCount = 0;
   for (const t of search.terms) {
     const stamp = ++s.stamp;
-    const termRows: number[] = [];
-    const visit = (termId: number, weight: number, exact: boolean): void => {
-      const w = weight * idf(rowCount, offsets[termId + 1] - offsets[termId]);
-      for (let p = offsets[termId], end = offsets[termId + 1]; p < end; p++) {
-        const row = rows[p];
-        if (!exact && s.exactStamp[row] === stamp) continue; // an exact match always wins
-        const tf = tfs[p];
-        const score = (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (base + norm * lengths[row]));
-        if (s.termStamp[row] !== stamp) {
-          s.termStamp[row] = stamp;
-          s.best[row] = score;
-          termRows.push(row);
-        } else if (score > s.best[row]) s.best[row] = score;
-        if (exact) s.exactStamp[row] = stamp;
+    let termCount = 0;
+    if (t.exact >= 0) termCount = visitPostings(index, s, t.exact, 1, true, stamp, termCount);
+    for (const id of t.inexact) termCount = visitPostings(index, s, id, INEXACT_WEIGHT, false, stamp, termCount);
+    for (let i = 0; i < termCount; i++) {
+      const row = termRows[i];
+      if (matched[row] === 0) {
+        touched[touchedCount++] = row;
+        total[row] = 0;
       }
-    };
-    if (t.exact >= 0) visit(t.exact, 1, true);
-    for (const id of t.inexact) visit(id, INEXACT_WEIGHT, false);
-    for (const row of termRows) {
-      if (s.matched[row] === 0) {
-        touched.push(row);
-        s.total[row] = 0;
-      }
-      s.matched[row]++;
-      s.total[row] += s.best[row];
+      matched[row]++;
+      total[row] += best[row];
     }
   }
   // Collect qualifying rows in ascending order through a bitset: O(rows/32 + matches), no sort.
   const bits = new Uint32Array((rowCount + 31) >>> 5);
   let count = 0;
-  for (const row of touched) {
-    if (s.matched[row] >= search.minMatches) {
+  const need = search.minMatches;
+  for (let i = 0; i < touchedCount; i++) {
+    const row = touched[i];
+    if (matched[row] >= need) {
       bits[row >>> 5] |= 1 << (row & 31);
       count++;
     }
@@ -187,10 +205,10 @@ export function evaluateSearch(index: FieldIndex, search: PreparedSearch): Searc
       const bit = 31 - Math.clz32(word & -word);
       const row = (w << 5) | bit;
       outRows[k] = row;
-      outScores[k++] = s.total[row];
+      outScores[k++] = total[row];
       word &= word - 1;
     }
   }
-  for (const row of touched) s.matched[row] = 0;
+  for (let i = 0; i < touchedCount; i++) matched[touched[i]] = 0;
   return { rows: outRows, scores: outScores };
 }

@@ -5,6 +5,7 @@ import { evaluateSearch, prepareSearch, type SearchMatch } from '../../src/searc
 import { SEARCH_FIELDS, type SearchFieldName } from '../../src/search/fields.js';
 import { buildSearchIndexes, type SearchIndexes } from '../../src/search/indexes.js';
 import { osaDistanceAtMostOne } from '../../src/search/lexicon.js';
+import { rankSearch } from '../../src/search/ranked.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 import { ADDRESS_NORMAL_FORM } from '../../src/search/usps.js';
 import { NaiveSearch, osa } from './oracle.js';
@@ -269,5 +270,45 @@ describe('agent and office names', () => {
   it('falls back to first and last name where the full name is absent', () => {
     expect(find('ListAgentSearchText', 'renee muller')).toEqual(['B']);
     expect(find('ListAgentSearchText', 'mary')).toEqual(['C']);
+  });
+});
+
+describe('ranked top-k (impact-ordered, early stop)', () => {
+  const records = [...generateListings({ listings: 6000, seed: 'rank' })].map((l) => l.property);
+  const indexes = indexRecords(records);
+  const tieRank = Uint32Array.from(records.keys()).reverse(); // ties by a rank unrelated to row order
+
+  function reference(field: SearchFieldName, text: string, k: number, accept?: (row: number) => boolean): Array<[number, number]> {
+    const all = run(indexes, field, text);
+    return [...all.rows].map((row, i) => [row, all.scores[i]] as [number, number])
+      .filter(([row]) => !accept || accept(row))
+      .sort((a, b) => b[1] - a[1] || tieRank[a[0]] - tieRank[b[0]])
+      .slice(0, k);
+  }
+
+  it.each([
+    ['KeywordSearchText', 'pool granite', 25],
+    ['KeywordSearchText', 'pool', 10],
+    ['KeywordSearchText', 'welcome home granite countertops', 7],
+    ['KeywordSearchText', 'dishwasher microwave refrigerator', 1],
+    ['KeywordSearchText', 'pool granite', 0],
+    ['KeywordSearchText', 'pool granite', 100000],
+    ['KeywordSearchText', 'pool nosuchword', 5],
+    ['ListOfficeSearchText', 'realty', 30],
+    ['RawAddressSearchText', 'maple street seattle 98103', 10],
+  ] as Array<[SearchFieldName, string, number]>)('%s %j top %i equals sorting every match', (field, text, k) => {
+    const got = rankSearch(indexes[field], prepareSearch(indexes[field], text), k, { tieRank });
+    const want = reference(field, text, k);
+    expect([...got.rows]).toEqual(want.map(([row]) => row));
+    expect([...got.scores]).toEqual(want.map(([, s]) => s));
+    if (text === 'pool granite' && k === 25) expect(got.rows.length).toBe(25);
+  });
+
+  it('applies the accept predicate inside the walk (visibility), not after truncation', () => {
+    const accept = (row: number): boolean => records[row].OriginatingSystemName === 'HAR';
+    const got = rankSearch(indexes.KeywordSearchText, prepareSearch(indexes.KeywordSearchText, 'pool granite'), 20, { tieRank, accept });
+    const want = reference('KeywordSearchText', 'pool granite', 20, accept);
+    expect(want).toHaveLength(20);
+    expect([...got.rows]).toEqual(want.map(([row]) => row));
   });
 });

@@ -1,0 +1,159 @@
+/**
+ * Top-k by relevance without scoring every listing of a frequent term.
+ *
+ * For a conjunctive search (every term required, exact terms only — the default outside
+ * RawAddressSearchText) the driver term's postings are walked in impact order (its BM25 term
+ * score, highest first); each candidate's other terms are looked up by binary search in their
+ * row-sorted postings. The walk stops once the driver's next score plus the other terms' maximum
+ * scores cannot reach the k-th best: the answer is exactly the top k of the full evaluation.
+ * Other searches (address thresholds, prefix and fuzzy expansions) evaluate every match and keep
+ * the top k with a heap. DESIGN.md "Text search" has the measurements.
+ */
+import { TopKHeap } from '../exec/top-k.js';
+import { BM25_B, BM25_K1, evaluateSearch, idf, type PreparedSearch } from './bm25.js';
+import type { FieldIndex } from './postings.js';
+
+/** Terms with fewer postings than this are cheaper to evaluate in full than to impact-sort. */
+export const IMPACT_MIN_POSTINGS = 2048;
+
+export interface RankedMatch {
+  readonly rows: Uint32Array;
+  readonly scores: Float64Array;
+}
+
+export interface RankOptions {
+  /** Only rows it accepts are candidates (visibility and the rest of the filter). */
+  readonly accept?: (row: number) => boolean;
+  /** Tie rank per row (ascending wins on equal scores); defaults to the row id. */
+  readonly tieRank?: ArrayLike<number>;
+}
+
+/** Posting positions of each term sorted by term score descending (ties by row), built on demand. */
+const impactOrders = new WeakMap<FieldIndex, Map<number, Uint32Array>>();
+
+function termScores(index: FieldIndex, termId: number): Float64Array {
+  const { offsets, rows, tfs, lengths } = index;
+  const start = offsets[termId];
+  const n = offsets[termId + 1] - start;
+  const w = idf(index.rowCount, n);
+  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const tf = tfs[start + i];
+    out[i] = (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + norm * lengths[rows[start + i]]));
+  }
+  return out;
+}
+
+function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): Uint32Array {
+  let perIndex = impactOrders.get(index);
+  if (!perIndex) {
+    perIndex = new Map();
+    impactOrders.set(index, perIndex);
+  }
+  let order = perIndex.get(termId);
+  if (!order) {
+    order = new Uint32Array(scores.length);
+    for (let i = 0; i < order.length; i++) order[i] = i;
+    order.sort((a, b) => scores[b] - scores[a] || a - b);
+    perIndex.set(termId, order);
+  }
+  return order;
+}
+
+interface TermImpacts {
+  /** Term score per posting, in posting order. */
+  readonly scores: Float64Array;
+  readonly max: number;
+}
+const termImpactCache = new WeakMap<FieldIndex, Map<number, TermImpacts>>();
+function termImpacts(index: FieldIndex, termId: number): TermImpacts {
+  let perIndex = termImpactCache.get(index);
+  if (!perIndex) {
+    perIndex = new Map();
+    termImpactCache.set(index, perIndex);
+  }
+  let impacts = perIndex.get(termId);
+  if (!impacts) {
+    const scores = termScores(index, termId);
+    let max = 0;
+    for (let i = 0; i < scores.length; i++) if (scores[i] > max) max = scores[i];
+    impacts = { scores, max };
+    perIndex.set(termId, impacts);
+  }
+  return impacts;
+}
+
+/** Position of row in the term's postings, or -1. */
+function findPosting(index: FieldIndex, termId: number, row: number): number {
+  let lo = index.offsets[termId];
+  let hi = index.offsets[termId + 1];
+  const rows = index.rows;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid] < row) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < index.offsets[termId + 1] && rows[lo] === row ? lo : -1;
+}
+
+/** The k best rows by relevance (ties by tie rank), best first, with their scores. */
+export function rankSearch(index: FieldIndex, search: PreparedSearch, k: number, options: RankOptions = {}): RankedMatch {
+  const tie = options.tieRank;
+  const accept = options.accept;
+  const heap = new TopKHeap(k);
+  const conjunctive = search.minMatches === search.terms.length && search.terms.every((t) => t.inexact.length === 0);
+  if (!conjunctive) {
+    const all = evaluateSearch(index, search);
+    for (let i = 0; i < all.rows.length; i++) {
+      const row = all.rows[i];
+      if (!accept || accept(row)) heap.offer(row, all.scores[i], tie ? tie[row] : row);
+    }
+    const { ids, values } = heap.drain();
+    return { rows: ids, scores: values };
+  }
+  if (search.terms.some((t) => t.exact < 0) || k === 0) return { rows: new Uint32Array(0), scores: new Float64Array(0) };
+
+  const { offsets } = index;
+  const ids = search.terms.map((t) => t.exact);
+  const df = (id: number): number => offsets[id + 1] - offsets[id];
+  let driverAt = 0;
+  ids.forEach((id, j) => {
+    if (df(id) < df(ids[driverAt])) driverAt = j;
+  });
+  const driver = ids[driverAt];
+  const impacts = ids.map((id) => termImpacts(index, id));
+  const driverScores = impacts[driverAt].scores;
+  const order = df(driver) >= IMPACT_MIN_POSTINGS ? impactOrder(index, driver, driverScores) : null;
+  let othersMax = 0;
+  impacts.forEach((im, j) => {
+    if (j !== driverAt) othersMax += im.max;
+  });
+  const start = offsets[driver];
+  const n = df(driver);
+  for (let i = 0; i < n; i++) {
+    const p = order ? order[i] : i;
+    // Impact order: nothing later can beat the k-th best once this bound falls below it.
+    if (order && heap.full && driverScores[p] + othersMax < heap.threshold) break;
+    const row = index.rows[start + p];
+    if (accept && !accept(row)) continue;
+    // Sum in query-term order, exactly as the full evaluation does, so scores are bit-identical.
+    let score = 0;
+    let ok = true;
+    for (let j = 0; j < ids.length; j++) {
+      if (j === driverAt) {
+        score += driverScores[p];
+        continue;
+      }
+      const pos = findPosting(index, ids[j], row);
+      if (pos < 0) {
+        ok = false;
+        break;
+      }
+      score += impacts[j].scores[pos - offsets[ids[j]]];
+    }
+    if (ok) heap.offer(row, score, tie ? tie[row] : row);
+  }
+  const { ids: rows, values } = heap.drain();
+  return { rows, scores: values };
+}
