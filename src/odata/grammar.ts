@@ -192,7 +192,7 @@ class ODataParser extends EmbeddedActionsParser {
   private trafoName = '';
 
   constructor() {
-    super(allTokens, { maxLookahead: 3, recoveryEnabled: false, errorMessageProvider });
+    super(allTokens, { maxLookahead: 1, recoveryEnabled: false, errorMessageProvider });
     this.performSelfAnalysis();
     this.live = true;
   }

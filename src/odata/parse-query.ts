@@ -35,10 +35,12 @@ function isSystemOption(name: string): name is SystemOption {
 }
 
 /** One `name=value` of the query string. `hasValue` is false for a bare `name` (no `=`). */
-interface RawOption {
+export interface RawOption {
   readonly name: string;
   readonly value: string;
   readonly hasValue: boolean;
+  /** Offset of the value in the query string (of the end of the name when there is no `=`). */
+  readonly offset: number;
 }
 
 /**
@@ -66,8 +68,8 @@ export function splitQuery(text: string): RawOption[] {
     const eq = segment.indexOf('=');
     out.push(
       eq < 0
-        ? { name: segment, value: '', hasValue: false }
-        : { name: segment.slice(0, eq), value: segment.slice(eq + 1), hasValue: true },
+        ? { name: segment, value: '', hasValue: false, offset: start + segment.length }
+        : { name: segment.slice(0, eq), value: segment.slice(eq + 1), hasValue: true, offset: start + eq + 1 },
     );
   }
   return out;
