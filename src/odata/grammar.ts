@@ -30,7 +30,7 @@ import {
   type OrMethodOpts,
   type TokenType,
 } from 'chevrotain';
-import type { QueryError } from '../errors.js';
+import { QueryError } from '../errors.js';
 import {
   isAggregateMethod,
   isFunctionName,
@@ -520,6 +520,7 @@ class ODataParser extends EmbeddedActionsParser {
       }
       const args: Expr[] = [];
       const commas: IToken[] = [];
+      const firstArg = this.LA(1);
       this.OPTION2(() => {
         args.push(this.SUBRULE(this.expr));
         this.MANY(() => {
@@ -533,7 +534,9 @@ class ODataParser extends EmbeddedActionsParser {
         const name = first.image as FunctionName;
         const [min, max] = FUNCTION_ARITY[name];
         if (args.length > max) {
-          throw this.fail('InvalidArguments', commas[max - 1].startOffset, `${name}() takes ${arity(min, max)}, found more`);
+          // At the first argument too many: the comma before it, or the argument itself for now().
+          const at = max === 0 ? firstArg.startOffset : commas[max - 1].startOffset;
+          throw this.fail('InvalidArguments', at, `${name}() takes ${arity(min, max)}, found ${args.length}`);
         }
         if (args.length < min) {
           throw this.fail('InvalidArguments', close.startOffset, `${name}() takes ${arity(min, max)}, found ${args.length}`);
@@ -919,9 +922,24 @@ class ODataParser extends EmbeddedActionsParser {
     this.text = text;
     this.optionName = option;
     const lexed = lexer.tokenize(text);
-    if (lexed.errors.length > 0) throw this.fail(...lexerFailure(text, lexed.errors[0].offset));
     checkIdentifiers(this, lexed.tokens);
-    this.input = lexed.tokens;
+    if (lexed.errors.length > 0) {
+      // Report the earliest error: the tokens before the bad character may hold a syntax error
+      // of their own (`a eq 'it's'` fails at the `s`, not at the last, unterminated quote).
+      const at = lexed.errors[0].offset;
+      try {
+        this.parseTokens(entry, lexed.tokens, limits, spans);
+      } catch (e) {
+        if (!(e instanceof QueryError) || e.position === undefined || e.position >= at) throw this.fail(...lexerFailure(text, at));
+        throw e;
+      }
+      throw this.fail(...lexerFailure(text, at));
+    }
+    return this.parseTokens(entry, lexed.tokens, limits, spans);
+  }
+
+  private parseTokens<T>(entry: Entry, tokens: IToken[], limits: ParseLimits, spans: SpanRecorder | undefined): T {
+    this.input = tokens;
     this.spans = spans;
     this.limits = limits;
     this.depth = 0;

@@ -130,7 +130,7 @@ export function dateLiteral(text: string): DateLiteral | DateTimeOffsetLiteral |
       while (isDigit(text[i])) i++;
       if (i === start) return fail(i, `expected digits after the decimal point of the seconds in '${text}'`);
       if (i - start > 12) return fail(start + 12, `at most 12 digits of fractional seconds are allowed in '${text}'`);
-      ms = Number(text.slice(start, start + 3).padEnd(3, '0'));
+      ms = Number(text.slice(start, Math.min(i, start + 3)).padEnd(3, '0'));
     }
   }
   let offsetMinutes = 0;
