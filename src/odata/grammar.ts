@@ -669,26 +669,28 @@ class ODataParser extends EmbeddedActionsParser {
         this.adjacent(nameTok, open);
         this.enter(open);
       }
-      const entries = [this.SUBRULE(this.expandOption)];
+      const first = this.SUBRULE(this.expandOption);
+      if (this.live) this.addExpandOption(options, first, nameTok);
       this.MANY(() => {
         this.CONSUME(Semi);
-        entries.push(this.SUBRULE2(this.expandOption));
+        const next = this.SUBRULE2(this.expandOption);
+        if (this.live) this.addExpandOption(options, next, nameTok);
       });
       this.CONSUME(RParen);
-      if (this.live) {
-        this.depth--;
-        for (const [tok, key, value] of entries) {
-          if (options[key] !== undefined) {
-            throw this.fail('RepeatedQueryOption', tok.startOffset, `'${tok.image}' appears twice in the options of ${nameTok.image}`);
-          }
-          (options as Record<string, unknown>)[key] = value;
-        }
-      }
+      if (this.live) this.depth--;
     });
     if (!this.live) return RECORDING;
     const name = this.simpleName(nameTok, 'a navigation property');
     return this.node({ kind: 'expand' as const, name, options: canonicalOptions(options) }, nameTok.startOffset);
   });
+
+  private addExpandOption(options: { -readonly [K in keyof ExpandOptions]: ExpandOptions[K] }, entry: ExpandOptionEntry, item: IToken): void {
+    const [tok, key, value] = entry;
+    if (options[key] !== undefined) {
+      throw this.fail('RepeatedQueryOption', tok.startOffset, `'${tok.image}' appears twice in the options of ${item.image}`);
+    }
+    (options as Record<string, unknown>)[key] = value;
+  }
 
   private expandOption = this.RULE('expandOption', (): ExpandOptionEntry => this.OR(this.expandOptionAlts));
 

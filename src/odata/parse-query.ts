@@ -43,10 +43,14 @@ export interface RawOption {
   readonly offset: number;
 }
 
+/** Options whose values hold OData string literals, which may contain `&`. */
+const QUOTED_OPTIONS = new Set(['$filter', '$orderby', '$expand', '$apply']);
+
 /**
- * Splits on `&`. Inside the value of a `$` option a `&` between single quotes belongs to a
- * string literal (`$filter=Name eq 'A&B'` is one option: the caller decoded `%26` before we saw
- * it); other parameters are split on every `&`, since their values are not OData literals.
+ * Splits on `&`. In the value of an option that holds OData expressions, a `&` between single
+ * quotes belongs to a string literal (`$filter=Name eq 'A&B'` is one option: the caller decoded
+ * `%26` before we saw it); every other parameter is split on every `&`, since its value is not
+ * an OData literal (an apostrophe in `foo=it's` or `$format=...` does not open a string).
  * Empty segments (`a&&b`, a trailing `&`) are ignored, and so is one leading `?`.
  */
 export function splitQuery(text: string): RawOption[] {
@@ -54,7 +58,8 @@ export function splitQuery(text: string): RawOption[] {
   let i = text.startsWith('?') ? 1 : 0;
   while (i <= text.length) {
     const start = i;
-    const quoteAware = text[i] === '$';
+    while (i < text.length && text[i] !== '=' && text[i] !== '&') i++;
+    const quoteAware = text[i] === '=' && QUOTED_OPTIONS.has(text.slice(start, i));
     let inString = false;
     while (i < text.length) {
       const c = text[i];
@@ -84,24 +89,25 @@ function limitsOf(options: ParseOptions | undefined): ParseLimits {
   };
 }
 
-/** OData does not allow whitespace around a whole option value (`$filter= x`, `$top=5 `). */
-function checkOuterWhitespace(option: string, value: string): void {
-  if (value.length === 0) return;
-  const first = value[0];
-  if (first === ' ' || first === '\t') {
+const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t';
+
+/**
+ * OData does not allow whitespace around a whole option value (`$filter= x`, `$top=5 `). The
+ * lexer skips whitespace, so this is checked around the parse: leading whitespace first (nothing
+ * can fail earlier), trailing whitespace only once the rest has parsed (so `a eq ` reports the
+ * missing operand, the more useful error).
+ */
+function grammar<T>(entry: Entry, option: string, value: string, limits: ParseLimits, spans?: SpanRecorder): T {
+  if (isBlank(value[0])) {
     throw queryError('InvalidSyntax', option, value, 0, 'unexpected whitespace at the start of the value');
   }
-  const last = value[value.length - 1];
-  if (last === ' ' || last === '\t') {
+  const result = parser.run<T>(entry, value, option, limits, spans);
+  if (isBlank(value[value.length - 1])) {
     let at = value.length;
-    while (at > 0 && (value[at - 1] === ' ' || value[at - 1] === '\t')) at--;
+    while (at > 0 && isBlank(value[at - 1])) at--;
     throw queryError('InvalidSyntax', option, value, at, 'unexpected whitespace at the end of the value');
   }
-}
-
-function grammar<T>(entry: Entry, option: string, value: string, limits: ParseLimits, spans?: SpanRecorder): T {
-  checkOuterWhitespace(option, value);
-  return parser.run<T>(entry, value, option, limits, spans);
+  return result;
 }
 
 function integerOption(option: string, value: string): number {
