@@ -37,8 +37,17 @@ export async function timeTasks(
   bench: string,
   tasks: ReadonlyArray<readonly [name: string, fn: () => unknown]>,
   options: BenchOptions,
+  /** Minimum samples per task (tinybench `iterations`); lower it for tasks that take seconds. */
+  iterations = 64,
 ): Promise<BenchRow[]> {
-  const b = new Bench({ name: bench, retainSamples: true, time: options.quick ? 200 : 1000, warmupTime: options.quick ? 50 : 200 });
+  const b = new Bench({
+    name: bench,
+    retainSamples: true,
+    time: options.quick ? 200 : 1000,
+    iterations,
+    warmupTime: options.quick ? 50 : 200,
+    warmupIterations: Math.min(iterations, 5),
+  });
   for (const [name, fn] of tasks) b.add(name, fn);
   await b.run();
   const rows: BenchRow[] = [];
