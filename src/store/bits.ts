@@ -1,0 +1,41 @@
+/** Bitmaps of Uint32 words: validity of nullable columns, boolean values, row sets. */
+
+export function newBitmap(bits: number): Uint32Array {
+  return new Uint32Array((bits + 31) >>> 5);
+}
+
+export function getBit(bitmap: Uint32Array, i: number): boolean {
+  return (bitmap[i >>> 5] & (1 << (i & 31))) !== 0;
+}
+
+export function setBit(bitmap: Uint32Array, i: number): void {
+  bitmap[i >>> 5] |= 1 << (i & 31);
+}
+
+export function clearBit(bitmap: Uint32Array, i: number): void {
+  bitmap[i >>> 5] &= ~(1 << (i & 31));
+}
+
+/** A copy of `bitmap` with room for `bits` bits (zero-filled beyond the old ones). */
+export function resizeBitmap(bitmap: Uint32Array, bits: number): Uint32Array {
+  const words = (bits + 31) >>> 5;
+  if (words === bitmap.length) return bitmap;
+  const out = new Uint32Array(words);
+  out.set(words >= bitmap.length ? bitmap : bitmap.subarray(0, words));
+  return out;
+}
+
+/** Number of set bits among the first `bits` bits. */
+export function popcount(bitmap: Uint32Array, bits: number): number {
+  let n = 0;
+  const full = bits >>> 5;
+  for (let w = 0; w < full; w++) n += popcount32(bitmap[w]);
+  if (bits & 31) n += popcount32(bitmap[full] & ((1 << (bits & 31)) - 1));
+  return n;
+}
+
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+}

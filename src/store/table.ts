@@ -1,0 +1,107 @@
+/**
+ * One resource's rows as an immutable column segment: dense row ids 0..rowCount-1 in load order,
+ * typed column access by field name, the key index, and records rebuilt on demand in the schema's
+ * stable field order. Later upserts and removals add a delta segment and a tombstone bitmap beside
+ * it (DESIGN.md, "Change"); a Table itself never changes.
+ */
+import type { TableSchema } from '../schema/table-schema.js';
+import type { ResourceName } from '../schema/types.js';
+import type { ByteIndex } from './byte-index.js';
+import { hashBytes } from './bytes.js';
+import { Utf8TextColumn, type Column, type ColumnKind, type JsonValue } from './columns.js';
+
+export type ColumnOfKind<K extends ColumnKind> = Extract<Column, { kind: K }>;
+
+export class Table {
+  private readonly byName: ReadonlyMap<string, Column>;
+  readonly keyColumn: Utf8TextColumn;
+
+  constructor(
+    readonly resource: ResourceName,
+    readonly schema: TableSchema,
+    /** Aligned with schema.fields. */
+    readonly columns: readonly Column[],
+    private readonly keyIndex: ByteIndex,
+    readonly rowCount: number,
+    /** The engine's clock (epoch ms), for DaysOnMarket when no `now` is passed. */
+    readonly clock: () => number,
+  ) {
+    this.byName = new Map(schema.fields.map((f, i) => [f.name, columns[i]]));
+    const key = this.byName.get(schema.key);
+    if (!(key instanceof Utf8TextColumn)) throw new Error(`${resource}: key column must be text`);
+    this.keyColumn = key;
+  }
+
+  /** The column of a field of the schema, or undefined. */
+  column(field: string): Column | undefined {
+    return this.byName.get(field);
+  }
+
+  /** The column of a field when it has the given storage kind, else undefined. */
+  columnOf<K extends ColumnKind>(field: string, kind: K): ColumnOfKind<K> | undefined {
+    const c = this.byName.get(field);
+    return c !== undefined && c.kind === kind ? (c as ColumnOfKind<K>) : undefined;
+  }
+
+  /** A field's JSON value in a row; null when absent or when the schema has no such field. */
+  value(row: number, field: string, nowMs?: number): JsonValue {
+    const c = this.byName.get(field);
+    if (c === undefined) return null;
+    return c.kind === 'daysOnMarket' ? c.get(row, nowMs ?? this.clock()) : c.json(row);
+  }
+
+  /**
+   * The record of a row: every schema field (or the given ones, in schema order when omitted)
+   * with its JSON value, null when absent.
+   */
+  record(row: number, fields?: readonly string[], nowMs?: number): Record<string, JsonValue> {
+    const now = nowMs ?? this.clock();
+    const out: Record<string, JsonValue> = {};
+    if (fields === undefined) {
+      const defs = this.schema.fields;
+      for (let i = 0; i < defs.length; i++) {
+        const c = this.columns[i];
+        out[defs[i].name] = c.kind === 'daysOnMarket' ? c.get(row, now) : c.json(row);
+      }
+    } else {
+      for (const f of fields) out[f] = this.value(row, f, now);
+    }
+    return out;
+  }
+
+  /** The row of a key, or -1. */
+  rowOfKey(key: string): number {
+    return this.keyIndex.findString(key);
+  }
+
+  /** The row whose key is the UTF-8 bytes src[s, e), or -1. */
+  rowOfKeyBytes(src: Uint8Array, s: number, e: number): number {
+    return this.keyIndex.find(src, s, e, hashBytes(src, s, e));
+  }
+
+  keyOf(row: number): string {
+    return this.keyColumn.get(row)!;
+  }
+
+  /** Bytes held by the columns and the key index (shared coordinate arrays counted once). */
+  get byteLength(): number {
+    const seen = new Set<ArrayBufferLike>();
+    let n = this.keyIndex.byteLength;
+    for (const c of this.columns) {
+      if (c.kind === 'point') continue;
+      n += c.byteLength;
+      if ('values' in c) seen.add(c.values.buffer);
+    }
+    for (const c of this.columns) {
+      if (c.kind !== 'point') continue;
+      n += c.validity.byteLength;
+      for (const a of [c.lat, c.lon]) {
+        if (!seen.has(a.buffer)) {
+          seen.add(a.buffer);
+          n += a.byteLength;
+        }
+      }
+    }
+    return n;
+  }
+}
