@@ -243,11 +243,14 @@ class ODataParser extends EmbeddedActionsParser {
     }
   }
 
-  /** ... and after it (checked once the operand has parsed, so a missing operand is reported first). */
+  /**
+   * ... and after it. Where no operand follows at all (`a eq`, `(a eq)`), the grammar's
+   * "expected an expression" is the more useful error, so this leaves those to it.
+   */
   private spaceAfter(t: IToken): void {
-    if (!isSpace(this.text[after(t)])) {
-      throw this.fail('InvalidSyntax', after(t), `expected a space after '${t.image}'`);
-    }
+    const c = this.text[after(t)];
+    if (isSpace(c) || c === undefined || c === ')' || c === ',' || c === ';') return;
+    throw this.fail('InvalidSyntax', after(t), `expected a space after '${t.image}'`);
   }
 
   /** No whitespace allowed between `a` and `b` (paths, `name(`, `$top=`). */
@@ -371,10 +374,12 @@ class ODataParser extends EmbeddedActionsParser {
       ALT: (): BinaryStep => {
         const leftEnd = this.live ? this.prevEnd() : 0;
         const op = this.CONSUME(BinaryOp);
-        if (this.live) this.spaceBefore(op);
+        if (this.live) {
+          this.spaceBefore(op);
+          this.spaceAfter(op);
+        }
         const at = this.LA(1).startOffset;
         const right = this.SUBRULE2(this.operand);
-        if (this.live) this.spaceAfter(op);
         return [op, right, at, leftEnd];
       },
     },
@@ -382,10 +387,12 @@ class ODataParser extends EmbeddedActionsParser {
       ALT: (): BinaryStep => {
         const leftEnd = this.live ? this.prevEnd() : 0;
         const op = this.CONSUME(In);
-        if (this.live) this.spaceBefore(op);
+        if (this.live) {
+          this.spaceBefore(op);
+          this.spaceAfter(op);
+        }
         const at = this.LA(1).startOffset;
         const right = this.SUBRULE(this.inRhs);
-        if (this.live) this.spaceAfter(op);
         return [op, right, at, leftEnd];
       },
     },

@@ -26,13 +26,10 @@ export const BinaryOp = createToken({ name: 'BinaryOp', pattern: Lexer.NA, label
 export const CompareOp = createToken({ name: 'CompareOp', pattern: Lexer.NA, label: 'a comparison operator' });
 export const AddOp = createToken({ name: 'AddOp', pattern: Lexer.NA, label: "'add' or 'sub'" });
 export const MulOp = createToken({ name: 'MulOp', pattern: Lexer.NA, label: "'mul', 'div' or 'mod'" });
-export const BoolLiteral = createToken({ name: 'BoolLiteral', pattern: Lexer.NA, label: "'true' or 'false'" });
 export const SortDirection = createToken({ name: 'SortDirection', pattern: Lexer.NA, label: "'asc' or 'desc'" });
 export const PrefixOp = createToken({ name: 'PrefixOp', pattern: Lexer.NA, label: "'not' or '-'" });
 /** Every token that is a literal on its own (the items of an `in` list). */
 export const LiteralToken = createToken({ name: 'LiteralToken', pattern: Lexer.NA, label: 'a literal' });
-/** A `$name` the current context does not take. */
-export const AnyDollar = createToken({ name: 'AnyDollar', pattern: Lexer.NA, label: "a '$' name" });
 
 export const Eq = keyword('eq', [CompareOp, BinaryOp]);
 export const Ne = keyword('ne', [CompareOp, BinaryOp]);
@@ -49,8 +46,8 @@ export const And = keyword('and', [BinaryOp]);
 export const Or = keyword('or', [BinaryOp]);
 export const Not = keyword('not', [PrefixOp]);
 export const In = keyword('in');
-export const True = keyword('true', [BoolLiteral, LiteralToken]);
-export const False = keyword('false', [BoolLiteral, LiteralToken]);
+export const True = keyword('true', [LiteralToken]);
+export const False = keyword('false', [LiteralToken]);
 export const Null = keyword('null', [LiteralToken]);
 export const Asc = keyword('asc', [SortDirection]);
 export const Desc = keyword('desc', [SortDirection]);
@@ -60,7 +57,6 @@ export const As = keyword('as');
 export const DollarName = createToken({
   name: 'DollarName',
   pattern: /\$[A-Za-z_][A-Za-z0-9_]*/,
-  categories: [AnyDollar],
   label: "a '$' name",
 });
 const dollar = (name: string): TokenType =>
@@ -68,7 +64,6 @@ const dollar = (name: string): TokenType =>
     name: `Dollar_${name}`,
     pattern: new RegExp(`\\$${name}`),
     longer_alt: DollarName,
-    categories: [AnyDollar],
     label: `'$${name}'`,
   });
 export const DollarFilter = dollar('filter');
@@ -153,12 +148,10 @@ export const allTokens: TokenType[] = [
   CompareOp,
   AddOp,
   MulOp,
-  BoolLiteral,
   SortDirection,
   BinaryOp,
   PrefixOp,
   LiteralToken,
-  AnyDollar,
 ];
 
 export const lexer = new Lexer(allTokens, {

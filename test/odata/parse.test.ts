@@ -230,6 +230,8 @@ describe('whitespace follows OData', () => {
     ['a / b eq 1', 1, 'unexpected whitespace'],
     ['a/ b eq 1', 2, 'unexpected whitespace'],
     ["not'x'", 3, "expected a space after 'not'"],
+    ['a eq(b c)', 4, "expected a space after 'eq'"],
+    ['a in(1,2)', 4, "expected a space after 'in'"],
     [' a eq 1', 0, 'whitespace at the start'],
     ['a eq 1 ', 6, 'whitespace at the end'],
     ['a eq 1\t\t', 6, 'whitespace at the end'],
