@@ -18,7 +18,8 @@ export const QUERIES: readonly string[] = [
   "$filter=search.text(KeywordSearchText, 'waterfront dock boat', 2) and ListPrice mul 0.2 le 300000 and DaysOnMarket lt 30&$orderby=relevance desc,ListPrice&$top=20&$skip=40",
   "$filter=PostalCode in ('98101','98102','98103','98104','98105') and ListingContractDate ge 2024-01-01&$expand=Media($select=MediaKey,MediaURL;$orderby=Order;$top=2)",
   "$apply=filter(StandardStatus eq 'Active')/groupby((City),aggregate(ListPrice with median as MedianPrice,$count as Listings))&$orderby=Listings desc",
-  "$filter=startswith(ListAgentFullName,'Ann') or endswith(ListOfficeName,'Realty') and year(ListingContractDate) eq 2024",
+  "$filter=StandardStatus eq 'Active' and City eq 'Boise'&$top=20",
+  "$filter=StandardStatus eq 'Active' and PropertyType eq 'Residential' and ListPrice ge 350000 and ListPrice le 600000 and BedroomsTotal ge 3 and BathroomsTotalInteger ge 2 and geo.distance(Location, geography'POINT(-116.2023 43.615)') le 16000 and search.text(KeywordSearchText, 'garage yard')&$top=50",
 ];
 
 const bench: BenchFile = {
