@@ -210,13 +210,18 @@ const optionPrinters: { readonly [K in (typeof QUERY_KEYS)[number]]: (v: NonNull
   format: (v) => v,
 };
 
-/** Canonical query string: the options present, in a fixed order, `&`-separated. */
-export function printQuery(q: ParsedQuery): string {
-  const parts: string[] = [];
+/** The options present, in a fixed order, as [`$name`, canonical value] pairs. */
+export function printQueryOptions(q: ParsedQuery): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
   for (const key of QUERY_KEYS) {
     const value = q[key];
     if (value === undefined) continue;
-    parts.push(`$${key}=${(optionPrinters[key] as (v: unknown) => string)(value)}`);
+    out.push([`$${key}`, (optionPrinters[key] as (v: unknown) => string)(value)]);
   }
-  return parts.join('&');
+  return out;
+}
+
+/** Canonical query string: the options present, in a fixed order, `&`-separated. */
+export function printQuery(q: ParsedQuery): string {
+  return printQueryOptions(q).map(([name, value]) => `${name}=${value}`).join('&');
 }

@@ -1,0 +1,401 @@
+/**
+ * The Engine: `Engine.open(...)` loads a data set and builds its indexes; `engine.query(resource,
+ * query, { sources })` answers the query options of SERVICE.md §3 with the envelope of §5 (relative
+ * nextLink); `engine.explain(...)` says how. Stages: parse (src/odata) → bind (src/plan/bind) →
+ * plan (src/plan/planner) → execute (src/exec) → serialize (here).
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { QueryError } from './errors.js';
+import { spanOf, type ParsedQuery } from './odata/ast.js';
+import { parseQuery } from './odata/parse-query.js';
+import { printQueryOptions } from './odata/printer.js';
+import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
+import type { Bound } from './plan/bound.js';
+import { StoreAccess, type TableAccess } from './plan/access.js';
+import { chooseOrder, conjuncts, describeSource, geoCalls, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
+import { compile, type Evaluator } from './exec/compile.js';
+import { orderRows, type SortKey } from './exec/order.js';
+import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
+import { rankSearch } from './search/ranked.js';
+import { getBit } from './store/bits.js';
+import { ParentKeyColumn, type JsonValue } from './store/columns.js';
+import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
+import type { Store } from './store/store.js';
+import type { Table } from './store/table.js';
+import type { ResourceName } from './schema/types.js';
+
+export const DEFAULT_PAGE_SIZE = 10;
+/** $top maximum per top-level resource (SERVICE.md §3). */
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000 };
+
+export type QueryResource = 'Property' | 'Media' | 'OpenHouse';
+const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse'];
+
+export interface EngineOpenOptions {
+  /** A data directory, or records in memory; defaults to the embedded default data set. */
+  readonly data?: string | RecordsInput;
+  /** The engine's clock (DaysOnMarket, now(), profiles' current_year); defaults to the system clock. */
+  readonly now?: () => Date;
+  /** Skip bad data lines (and report them) instead of failing the load. */
+  readonly skipBadRecords?: boolean;
+}
+
+export interface QueryOptions {
+  /** OriginatingSystemNames the caller may see; absent means every source. */
+  readonly sources?: readonly string[];
+  /** The client's `Prefer: odata.maxpagesize=N`. */
+  readonly maxPageSize?: number;
+}
+
+/** A query string of OData options (already percent-decoded), or its options as an object. */
+export type QueryInput = string | Readonly<Record<string, string | number | boolean>>;
+
+export interface QueryResult {
+  readonly '@odata.context': string;
+  readonly '@odata.count'?: number;
+  readonly value: Array<Record<string, JsonValue>>;
+  readonly '@odata.nextLink'?: string;
+}
+
+export const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/default');
+
+/** Everything a query needs after binding, and what explain() reports. */
+interface Prepared {
+  readonly resource: QueryResource;
+  readonly table: Table;
+  readonly access: TableAccess;
+  readonly parsed: ParsedQuery;
+  readonly filter: Bound | null;
+  readonly order: readonly BoundOrderKey[];
+  readonly select: readonly string[] | null;
+  readonly skip: number;
+  /** Rows this response may hold, and whether $top set it. */
+  readonly pageRows: number;
+  readonly top: number | undefined;
+  readonly searches: ReadonlyMap<number, { node: Extract<Bound, { kind: 'search' }>; prepared: PreparedSearch }>;
+  readonly source: CandidateSource;
+  readonly strategy: OrderStrategy;
+  readonly visible: ((row: number) => boolean) | null;
+  readonly nowMs: number;
+}
+
+export class Engine {
+  private readonly access: StoreAccess;
+
+  private constructor(
+    readonly store: Store,
+    private readonly clock: () => number,
+  ) {
+    this.access = new StoreAccess(store);
+  }
+
+  static async open(options: EngineOpenOptions = {}): Promise<Engine> {
+    const now = options.now;
+    const clock = now ? () => now().getTime() : () => Date.now();
+    const data = options.data ?? DEFAULT_DATA_DIR;
+    const load = { skipBadRecords: options.skipBadRecords, now: clock };
+    const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
+    return new Engine(store, clock);
+  }
+
+  /** The engine clock's current instant, epoch ms. */
+  now(): number {
+    return this.clock();
+  }
+
+  query(resource: QueryResource, query: QueryInput, options: QueryOptions = {}): QueryResult {
+    const p = this.prepare(resource, query, options);
+    return this.execute(p);
+  }
+
+  /** The plan a query would run, as text. */
+  explain(resource: QueryResource, query: QueryInput, options: QueryOptions = {}): string {
+    const p = this.prepare(resource, query, options);
+    const lines = [
+      `resource: ${resource}`,
+      `visibility: ${options.sources ? `sources ${options.sources.join(', ') || '(none)'}` : 'all sources'}`,
+      `candidates: ${describeSource(p.source, this.sourceSize(p))}`,
+      `residual filter: ${p.filter ? 'yes' : 'none'}`,
+      `order: ${describeOrder(p.strategy, p.order)}`,
+      `page: skip ${p.skip}, up to ${p.pageRows} rows`,
+    ];
+    return lines.join('\n');
+  }
+
+  private prepare(resource: QueryResource, query: QueryInput, options: QueryOptions): Prepared {
+    if (!QUERY_RESOURCES.includes(resource)) {
+      throw new QueryError('UnknownResource', `No resource '${String(resource)}': query Property, Media or OpenHouse.`);
+    }
+    const text = typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
+    const parsed = parseQuery(text, { spans: true });
+    if (parsed.apply) throw new QueryError('NotImplemented', '$apply is not implemented yet.', { option: '$apply' });
+    if (parsed.expand) throw new QueryError('NotImplemented', '$expand is not implemented yet.', { option: '$expand' });
+    if (parsed.format !== undefined && parsed.format !== 'json') {
+      throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
+    }
+    const table = this.store.table(resource);
+    const access = this.access.of(table);
+    const ctx = (option: string): BindContext => ({ schema: table.schema, option, spanOf: (node) => spanOf(parsed, node) });
+    const bound = parsed.filter ? bindFilter(parsed.filter, ctx('$filter')) : null;
+    const filter = bound?.expr ?? null;
+    const order = parsed.orderby ? bindOrderBy(parsed.orderby, ctx('$orderby'), bound?.searchCount ?? 0) : [];
+    const select = parsed.select ? bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null : null;
+
+    const limit = TOP_LIMITS[resource];
+    if (parsed.top !== undefined && parsed.top > limit) {
+      throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
+    }
+    const maxPage = options.maxPageSize !== undefined && options.maxPageSize > 0 ? Math.min(Math.floor(options.maxPageSize), limit) : undefined;
+    const pageRows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : maxPage ?? DEFAULT_PAGE_SIZE;
+
+    const searches = new Map<number, { node: Extract<Bound, { kind: 'search' }>; prepared: PreparedSearch }>();
+    for (const node of searchCalls(filter)) {
+      searches.set(node.ordinal, { node, prepared: prepareSearch(this.access.search[node.field], node.text, node.minMatches) });
+    }
+    const top = conjuncts(filter);
+    const strategy = chooseOrder(order, top, [...searches.values()].map((s) => s.node), parsed.count === true, parsed.top !== undefined, (name) => access.sortedBy(name) !== null);
+    const source = this.chooseSource(top, searches, access);
+    return {
+      resource, table, access, parsed, filter, order, select,
+      skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy,
+      visible: this.visibility(table, options.sources), nowMs: this.clock(),
+    };
+  }
+
+  /** The cheapest candidate source among the top-level conjuncts (sizes known before running). */
+  private chooseSource(top: readonly Bound[], searches: Prepared['searches'], access: TableAccess): CandidateSource {
+    let best: { source: CandidateSource; size: number } | null = null;
+    const consider = (source: CandidateSource, size: number): void => {
+      if (!best || size < best.size) best = { source, size };
+    };
+    for (const e of top) {
+      if (e.kind === 'search') {
+        const s = searches.get(e.ordinal)!;
+        // an upper bound: the postings of the rarest required term (exact), or all expansions
+        const idx = this.access.search[e.field];
+        let size = 0;
+        for (const t of s.prepared.terms) {
+          if (t.exact >= 0) size += idx.offsets[t.exact + 1] - idx.offsets[t.exact];
+          for (const id of t.inexact) size += idx.offsets[id + 1] - idx.offsets[id];
+        }
+        consider({ kind: 'search', node: e }, size);
+      } else if (e.kind === 'geo') {
+        consider({ kind: 'geo', node: e }, access.table.rowCount / 4);
+      } else {
+        const l = lookupOf(e);
+        const rows = l ? access.rowsByCode(l.field) : null;
+        if (l && rows) {
+          const col = access.table.columnOf(l.field, 'dictionary')!;
+          let size = 0;
+          for (const v of l.values) {
+            const code = col.dictionary.indexOf(v);
+            if (code > 0) size += rows.offsets[code + 1] - rows.offsets[code];
+          }
+          consider({ kind: 'lookup', field: l.field, values: l.values }, size);
+        }
+      }
+    }
+    return (best as { source: CandidateSource } | null)?.source ?? { kind: 'scan' };
+  }
+
+  private sourceSize(p: Prepared): number | null {
+    return p.source.kind === 'scan' ? p.table.rowCount : null;
+  }
+
+  /** Row visibility for the caller's sources: the listing's OriginatingSystemName (children: their listing's). */
+  private visibility(table: Table, sources: readonly string[] | undefined): ((row: number) => boolean) | null {
+    if (sources === undefined) return null;
+    const property = this.store.Property;
+    const osn = property.columnOf('OriginatingSystemName', 'dictionary');
+    if (!osn) return () => false;
+    const allowed = new Uint8Array(osn.dictionary.length);
+    osn.dictionary.forEach((name, code) => {
+      if (name !== null && sources.includes(name)) allowed[code] = 1;
+    });
+    const codes = osn.codes;
+    if (table === property) return (row) => allowed[codes[row]] === 1;
+    const link = table.schema.resource === 'Media' ? table.column('ResourceRecordKey') : table.column('ListingKey');
+    if (!(link instanceof ParentKeyColumn)) return () => false;
+    const parent = link.parentRow;
+    return (row) => parent[row] >= 0 && allowed[codes[parent[row]]] === 1;
+  }
+
+  private execute(p: Prepared): QueryResult {
+    const { table, access } = p;
+    // search.text results (membership as bitsets, scores by binary search)
+    const results = new Map<number, { match: SearchMatch; bits: Uint32Array }>();
+    const resultOf = (ordinal: number): { match: SearchMatch; bits: Uint32Array } => {
+      let r = results.get(ordinal);
+      if (!r) {
+        const s = p.searches.get(ordinal)!;
+        const match = evaluateSearch(this.access.search[s.node.field], s.prepared);
+        const bits = new Uint32Array((table.rowCount + 31) >>> 5);
+        for (const row of match.rows) bits[row >>> 5] |= 1 << (row & 31);
+        r = { match, bits };
+        results.set(ordinal, r);
+      }
+      return r;
+    };
+    const geoBits = new Map<Bound, Uint32Array>();
+    const geoHit = (node: Extract<Bound, { kind: 'geo' }>, row: number): boolean => {
+      let bits = geoBits.get(node);
+      if (!bits) {
+        bits = new Uint32Array((table.rowCount + 31) >>> 5);
+        const index = this.access.points[node.field.name as 'Location' | 'RawLocation'];
+        for (const r of index.within(node.lon, node.lat, node.meters)) bits[r >>> 5] |= 1 << (r & 31);
+        geoBits.set(node, bits);
+      }
+      return getBit(bits, row);
+    };
+    const residual: Evaluator | null = p.filter
+      ? compile(p.filter, {
+          table,
+          nowMs: p.nowMs,
+          searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row),
+          geoHit,
+        })
+      : null;
+    const visible = p.visible;
+    const accept = (row: number): boolean => (visible === null || visible(row)) && (residual === null || residual(row) === true);
+
+    // How many ordered rows we need: the page, plus one to know whether more remain.
+    const need = p.skip + p.pageRows + 1;
+    const wantCount = p.parsed.count === true;
+    let ordered: Uint32Array;
+    let count: number | undefined;
+
+    if (p.strategy.kind === 'ranked') {
+      const s = p.searches.get(p.strategy.node.ordinal)!;
+      const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept, tieRank: access.keyRank });
+      ordered = ranked.rows;
+    } else if (p.strategy.kind === 'walk') {
+      ordered = walkSorted(access.sortedBy(p.strategy.field)!, p.strategy.descending, table, p.strategy.field, accept, need);
+    } else {
+      const matches = this.collect(p, accept, geoHit);
+      count = matches.length;
+      const keys: SortKey[] = p.order.map((k) =>
+        k.kind === 'relevance'
+          ? { read: (row: number) => relevanceOf(row, p, resultOf), descending: true }
+          : { read: compile(k.expr, { table, nowMs: p.nowMs, searchHit: () => false, geoHit: () => false }), descending: k.descending },
+      );
+      ordered = orderRows(matches, keys, access.keyRank, need);
+    }
+
+    const pageEnd = Math.min(ordered.length, p.skip + p.pageRows);
+    const page = p.skip < pageEnd ? ordered.subarray(p.skip, pageEnd) : new Uint32Array(0);
+    const more = ordered.length > p.skip + p.pageRows && (p.top === undefined || p.pageRows < p.top);
+    const value = page.length ? Array.from(page, (row) => this.project(table, row, p)) : [];
+    const envelope: { -readonly [K in keyof QueryResult]: QueryResult[K] } = { '@odata.context': `$metadata#${p.resource}`, value };
+    if (wantCount) envelope['@odata.count'] = count ?? this.collect(p, accept, geoHit).length;
+    if (more) {
+      const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
+      envelope['@odata.nextLink'] = `${p.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
+    }
+    // key order for the @odata.count position: context, count, value, nextLink
+    return wantCount
+      ? { '@odata.context': envelope['@odata.context'], '@odata.count': envelope['@odata.count'], value, ...(more ? { '@odata.nextLink': envelope['@odata.nextLink'] } : {}) }
+      : envelope;
+  }
+
+  /** Every matching row, ascending. */
+  private collect(p: Prepared, accept: (row: number) => boolean, geoHit: (node: Extract<Bound, { kind: 'geo' }>, row: number) => boolean): Uint32Array {
+    const s = p.source;
+    const out: number[] = [];
+    switch (s.kind) {
+      case 'search': {
+        const ref = p.searches.get(s.node.ordinal)!;
+        const match = evaluateSearch(this.access.search[s.node.field], ref.prepared);
+        for (const row of match.rows) if (accept(row)) out.push(row);
+        return Uint32Array.from(out);
+      }
+      case 'geo': {
+        const index = this.access.points[s.node.field.name as 'Location' | 'RawLocation'];
+        void geoHit;
+        return index.within(s.node.lon, s.node.lat, s.node.meters, accept);
+      }
+      case 'lookup': {
+        const rows = p.access.rowsByCode(s.field)!;
+        const col = p.table.columnOf(s.field, 'dictionary')!;
+        for (const v of s.values) {
+          const code = col.dictionary.indexOf(v);
+          if (code <= 0) continue;
+          for (let i = rows.offsets[code]; i < rows.offsets[code + 1]; i++) if (accept(rows.rows[i])) out.push(rows.rows[i]);
+        }
+        return Uint32Array.from(out).sort();
+      }
+      case 'scan': {
+        const n = p.table.rowCount;
+        for (let row = 0; row < n; row++) if (accept(row)) out.push(row);
+        return Uint32Array.from(out);
+      }
+    }
+  }
+
+  private project(table: Table, row: number, p: Prepared): Record<string, JsonValue> {
+    const record = table.record(row, p.select ?? undefined, p.nowMs);
+    if (p.parsed.ignorenulls === true) {
+      for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
+    }
+    return record;
+  }
+}
+
+function relevanceOf(row: number, p: Prepared, resultOf: (ordinal: number) => { match: SearchMatch; bits: Uint32Array }): number {
+  let sum = 0;
+  for (const ordinal of p.searches.keys()) {
+    const { match, bits } = resultOf(ordinal);
+    if (!getBit(bits, row)) continue;
+    let lo = 0;
+    let hi = match.rows.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (match.rows[mid] < row) lo = mid + 1;
+      else hi = mid;
+    }
+    sum += match.scores[lo];
+  }
+  return sum;
+}
+
+/**
+ * Walks a sorted permutation (ascending, nulls first, ties by key rank) in the requested
+ * direction, keeping rows `accept` allows, until `need` rows are found. Descending walks visit
+ * runs of equal values in key order, so ties still break by key ascending; nulls come last.
+ */
+function walkSorted(perm: Uint32Array, descending: boolean, table: Table, field: string, accept: (row: number) => boolean, need: number): Uint32Array {
+  const out: number[] = [];
+  if (!descending) {
+    for (let i = 0; i < perm.length && out.length < need; i++) if (accept(perm[i])) out.push(perm[i]);
+    return Uint32Array.from(out);
+  }
+  const col = table.column(field) as { values: Float64Array; validity: Uint32Array };
+  const same = (a: number, b: number): boolean => {
+    const va = getBit(col.validity, a);
+    return va === getBit(col.validity, b) && (!va || col.values[a] === col.values[b]);
+  };
+  let end = perm.length;
+  while (end > 0 && out.length < need) {
+    let start = end - 1;
+    while (start > 0 && same(perm[start - 1], perm[end - 1])) start--;
+    for (let i = start; i < end && out.length < need; i++) if (accept(perm[i])) out.push(perm[i]);
+    end = start;
+  }
+  // nulls are first in the permutation and so come last here, as nulls sort lowest
+  return Uint32Array.from(out);
+}
+
+function describeOrder(s: OrderStrategy, order: readonly BoundOrderKey[]): string {
+  switch (s.kind) {
+    case 'key':
+      return 'key ascending';
+    case 'ranked':
+      return `ranked top-k by relevance (impact-ordered postings, early stop)`;
+    case 'walk':
+      return `ordered walk of ${s.field} ${s.descending ? 'desc' : 'asc'} (sorted permutation, stops at the page)`;
+    case 'heap':
+      return `all matches, then top-k heap on ${order.map((k) => (k.kind === 'relevance' ? 'relevance desc' : `${k.expr.kind === 'field' ? k.expr.field.name : 'expression'} ${k.descending ? 'desc' : 'asc'}`)).join(', ')}, key`;
+  }
+}
+
+export type { ResourceName };

@@ -1,0 +1,99 @@
+/**
+ * Access structures over a table, built on first use and kept (tables are immutable): the rank of
+ * each row's key (the final tie-break of every order), sorted permutations of sortable numeric
+ * columns (ordered walks for `$orderby X&$top=k`), row lists per dictionary code (equality), and
+ * for Property the six search indexes and the KD-trees of Location and RawLocation.
+ */
+import { getBit } from '../store/bits.js';
+import type { Store } from '../store/store.js';
+import type { Table } from '../store/table.js';
+import { PointIndex } from '../geo/point-index.js';
+import { buildSearchIndexes, type SearchIndexes } from '../search/indexes.js';
+
+export class TableAccess {
+  private keyRankCache: Uint32Array | null = null;
+  private readonly sorted = new Map<string, Uint32Array>();
+  private readonly byCode = new Map<string, { offsets: Uint32Array; rows: Uint32Array }>();
+
+  constructor(readonly table: Table) {}
+
+  /** Rank of each row's key in ascending ordinal order. */
+  get keyRank(): Uint32Array {
+    if (!this.keyRankCache) {
+      const n = this.table.rowCount;
+      const keys = new Array<string>(n);
+      for (let r = 0; r < n; r++) keys[r] = this.table.keyOf(r);
+      const order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+      const rank = new Uint32Array(n);
+      for (let i = 0; i < n; i++) rank[order[i]] = i;
+      this.keyRankCache = rank;
+    }
+    return this.keyRankCache;
+  }
+
+  /**
+   * Rows of a number/date/timestamp column in ascending order of value, nulls first, ties by key
+   * rank: walking it forwards gives `asc`, backwards (with nulls moved last) `desc`.
+   */
+  sortedBy(field: string): Uint32Array | null {
+    let perm = this.sorted.get(field);
+    if (perm) return perm;
+    const c = this.table.column(field);
+    if (!c || (c.kind !== 'number' && c.kind !== 'date' && c.kind !== 'timestamp')) return null;
+    const { values, validity } = c;
+    const rank = this.keyRank;
+    perm = Uint32Array.from({ length: this.table.rowCount }, (_, i) => i);
+    perm.sort((a, b) => {
+      const va = getBit(validity, a);
+      const vb = getBit(validity, b);
+      if (va !== vb) return va ? 1 : -1;
+      if (va && values[a] !== values[b]) return values[a] < values[b] ? -1 : 1;
+      return rank[a] - rank[b];
+    });
+    this.sorted.set(field, perm);
+    return perm;
+  }
+
+  /** Rows holding each dictionary code (CSR), for equality and `in` on lookup fields. */
+  rowsByCode(field: string): { offsets: Uint32Array; rows: Uint32Array } | null {
+    let idx = this.byCode.get(field);
+    if (idx) return idx;
+    const c = this.table.column(field);
+    if (!c || c.kind !== 'dictionary') return null;
+    const { codes, dictionary } = c;
+    const offsets = new Uint32Array(dictionary.length + 1);
+    for (let r = 0; r < codes.length; r++) offsets[codes[r] + 1]++;
+    for (let i = 0; i < dictionary.length; i++) offsets[i + 1] += offsets[i];
+    const next = offsets.slice(0, dictionary.length);
+    const rows = new Uint32Array(codes.length);
+    for (let r = 0; r < codes.length; r++) rows[next[codes[r]]++] = r;
+    idx = { offsets, rows };
+    this.byCode.set(field, idx);
+    return idx;
+  }
+}
+
+export class StoreAccess {
+  private readonly tables = new Map<Table, TableAccess>();
+  readonly search: SearchIndexes;
+  readonly points: Readonly<Record<'Location' | 'RawLocation', PointIndex>>;
+
+  constructor(readonly store: Store) {
+    const p = store.Property;
+    this.search = buildSearchIndexes(p.rowCount, (row, field) => p.value(row, field));
+    const point = (field: 'Location' | 'RawLocation'): PointIndex => {
+      const c = p.columnOf(field, 'point')!;
+      return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
+    };
+    this.points = { Location: point('Location'), RawLocation: point('RawLocation') };
+  }
+
+  of(table: Table): TableAccess {
+    let a = this.tables.get(table);
+    if (!a) {
+      a = new TableAccess(table);
+      this.tables.set(table, a);
+    }
+    return a;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * The planner: from a bound query, choose how to find candidate rows and how to order them, and
+ * say so (`explain`). Candidate sources, cheapest first by their known result size:
+ *
+ * - `search`: a top-level search.text conjunct (postings; the result size is known exactly);
+ * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
+ * - `lookup`: a top-level `Field eq 'v'` / `Field in (...)` on a dictionary column (row lists);
+ * - `scan`: every row.
+ *
+ * Visibility (the caller's sources) is applied at the root of every plan, before anything else.
+ * Ordering: `relevance desc` alone with one search conjunct and no $count → ranked top-k with
+ * early stop; a single numeric key with $top and no $count → an ordered walk of the column's
+ * sorted permutation that stops after skip+top matches; otherwise all matches, then a heap.
+ */
+import type { Bound } from './bound.js';
+import type { BoundOrderKey } from './bind.js';
+
+export type CandidateSource =
+  | { readonly kind: 'scan' }
+  | { readonly kind: 'search'; readonly node: Extract<Bound, { kind: 'search' }> }
+  | { readonly kind: 'geo'; readonly node: Extract<Bound, { kind: 'geo' }> }
+  | { readonly kind: 'lookup'; readonly field: string; readonly values: readonly string[] };
+
+export type OrderStrategy =
+  | { readonly kind: 'key' }
+  | { readonly kind: 'ranked'; readonly node: Extract<Bound, { kind: 'search' }> }
+  | { readonly kind: 'walk'; readonly field: string; readonly descending: boolean }
+  | { readonly kind: 'heap' };
+
+/** Top-level conjuncts of a filter (a and b and c → [a, b, c]), without recursion on long chains. */
+export function conjuncts(expr: Bound | null): Bound[] {
+  if (!expr) return [];
+  const out: Bound[] = [];
+  const stack: Bound[] = [expr];
+  while (stack.length) {
+    const e = stack.pop()!;
+    if (e.kind === 'and') stack.push(e.right, e.left);
+    else out.push(e);
+  }
+  return out;
+}
+
+/** Every search.text call of a filter, in ordinal order. */
+export function searchCalls(expr: Bound | null): Extract<Bound, { kind: 'search' }>[] {
+  const out: Extract<Bound, { kind: 'search' }>[] = [];
+  const stack: Bound[] = expr ? [expr] : [];
+  while (stack.length) {
+    const e = stack.pop()!;
+    switch (e.kind) {
+      case 'search':
+        out.push(e);
+        break;
+      case 'and':
+      case 'or':
+        stack.push(e.left, e.right);
+        break;
+      case 'not':
+        stack.push(e.operand);
+        break;
+      default:
+        break;
+    }
+  }
+  return out.sort((a, b) => a.ordinal - b.ordinal);
+}
+
+export function geoCalls(expr: Bound | null): Extract<Bound, { kind: 'geo' }>[] {
+  const out: Extract<Bound, { kind: 'geo' }>[] = [];
+  const stack: Bound[] = expr ? [expr] : [];
+  while (stack.length) {
+    const e = stack.pop()!;
+    if (e.kind === 'geo') out.push(e);
+    else if (e.kind === 'and' || e.kind === 'or') stack.push(e.left, e.right);
+    else if (e.kind === 'not') stack.push(e.operand);
+  }
+  return out;
+}
+
+/** `Field eq 'v'` or `Field in ('a','b')` on a string field: a lookup candidate. */
+export function lookupOf(e: Bound): { field: string; values: string[] } | null {
+  if (e.kind === 'compare' && e.op === 'eq' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'string') {
+    return { field: e.left.field.name, values: [e.right.value] };
+  }
+  if (e.kind === 'in' && e.left.kind === 'field' && e.values.every((v) => typeof v === 'string')) {
+    return { field: e.left.field.name, values: e.values as string[] };
+  }
+  return null;
+}
+
+export function chooseOrder(
+  order: readonly BoundOrderKey[],
+  topLevel: readonly Bound[],
+  allSearches: readonly Extract<Bound, { kind: 'search' }>[],
+  wantCount: boolean,
+  hasTop: boolean,
+  numericField: (name: string) => boolean,
+): OrderStrategy {
+  if (order.length === 0) return { kind: 'key' };
+  const first = order[0];
+  if (!wantCount && order.length === 1 && first.kind === 'relevance' && allSearches.length === 1 && topLevel.includes(allSearches[0])) {
+    return { kind: 'ranked', node: allSearches[0] };
+  }
+  if (!wantCount && hasTop && order.length === 1 && first.kind === 'expr' && first.expr.kind === 'field' && numericField(first.expr.field.name)) {
+    return { kind: 'walk', field: first.expr.field.name, descending: first.descending };
+  }
+  return { kind: 'heap' };
+}
+
+export function describeSource(s: CandidateSource, size: number | null): string {
+  const n = size === null ? '' : ` (${size} rows)`;
+  switch (s.kind) {
+    case 'scan':
+      return `scan all rows${n}`;
+    case 'search':
+      return `search.text(${s.node.field}, '${s.node.text}') postings${n}`;
+    case 'geo':
+      return `kd-tree ${s.node.field.name} within ${s.node.meters} m of (${s.node.lon} ${s.node.lat})${n}`;
+    case 'lookup':
+      return `lookup ${s.field} in (${s.values.map((v) => `'${v}'`).join(',')})${n}`;
+  }
+}
