@@ -54,12 +54,20 @@ export class NumberBuilder {
     this.validity = new Uint32Array((capacity + 31) >>> 5);
   }
 
-  protected grow(needed: number): void {
-    const cap = nextCapacity(this.values.length, needed);
+  protected resize(cap: number): void {
     const values = new Float64Array(cap);
     values.set(this.values);
     this.values = values;
     this.validity = resizeBitmap(this.validity, cap);
+  }
+
+  private grow(needed: number): void {
+    this.resize(nextCapacity(this.values.length, needed));
+  }
+
+  /** Room for `rows` rows, so that a load of known size copies nothing while growing. */
+  reserve(rows: number): void {
+    if (rows > this.values.length) this.resize(rows);
   }
 
   write(row: number, value: number): void {
@@ -84,8 +92,8 @@ export class TimestampBuilder extends NumberBuilder {
   private readonly styleCodes = new Map<number, number>([[CANONICAL_STYLE, 0]]);
   exceptions: Map<number, string> | null = null;
 
-  protected override grow(needed: number): void {
-    super.grow(needed);
+  protected override resize(cap: number): void {
+    super.resize(cap);
     if (this.styles !== null) this.growStyles();
   }
 
@@ -151,13 +159,16 @@ export class BooleanBuilder {
     this.validity = new Uint32Array((capacity + 31) >>> 5);
   }
 
+  reserve(rows: number): void {
+    if (rows > this.bits.length * 32) {
+      this.bits = resizeBitmap(this.bits, rows);
+      this.validity = resizeBitmap(this.validity, rows);
+    }
+  }
+
   write(row: number, value: boolean): void {
     const w = row >>> 5;
-    if (w >= this.bits.length) {
-      const cap = nextCapacity(this.bits.length * 32, row + 1);
-      this.bits = resizeBitmap(this.bits, cap);
-      this.validity = resizeBitmap(this.validity, cap);
-    }
+    if (w >= this.bits.length) this.reserve(nextCapacity(this.bits.length * 32, row + 1));
     const bit = 1 << (row & 31);
     this.validity[w] |= bit;
     if (value) this.bits[w] |= bit;
@@ -186,12 +197,25 @@ export class TextBuilder implements ByteStore {
     this.validity = new Uint32Array((capacity + 31) >>> 5);
   }
 
-  private growRows(needed: number): void {
-    const cap = nextCapacity(this.offsets.length - 1, needed);
+  private resizeRows(cap: number): void {
     const offsets = new Uint32Array(cap + 1);
     offsets.set(this.offsets.subarray(0, this.filled));
     this.offsets = offsets;
     this.validity = resizeBitmap(this.validity, cap);
+  }
+
+  private growRows(needed: number): void {
+    this.resizeRows(nextCapacity(this.offsets.length - 1, needed));
+  }
+
+  /** Room for `rows` rows and, judging by the rows so far, for their text. */
+  reserve(rows: number): void {
+    if (rows + 1 > this.offsets.length) this.resizeRows(rows);
+    const written = this.filled - 1;
+    if (written > 0) {
+      const bytes = Math.min(MAX_BYTES, Math.ceil((this.end / written) * rows * 1.02));
+      if (bytes > this.bytes.length) this.bytes = growBytes(this.bytes, this.end, bytes);
+    }
   }
 
   private ensureBytes(extra: number): void {
@@ -219,8 +243,8 @@ export class TextBuilder implements ByteStore {
     this.ensureBytes(len);
     const bytes = this.bytes;
     let p = this.end;
-    // A loop beats subarray + set (which allocates a view) for all but long text.
-    if (len < 512) for (let i = s; i < e; i++) bytes[p++] = src[i];
+    // A loop beats subarray + set (which allocates a view) for short text only.
+    if (len < 64) for (let i = s; i < e; i++) bytes[p++] = src[i];
     else bytes.set(src.subarray(s, e), p);
     this.end += len;
     this.finish(row);
@@ -323,12 +347,15 @@ export class DictBuilder {
     this.codes = new Uint16Array(capacity);
   }
 
+  reserve(rows: number): void {
+    if (rows <= this.codes.length) return;
+    const codes = this.codes instanceof Uint16Array ? new Uint16Array(rows) : new Uint32Array(rows);
+    codes.set(this.codes);
+    this.codes = codes;
+  }
+
   write(row: number, src: Uint8Array, s: number, e: number): void {
-    if (row >= this.codes.length) {
-      const codes = this.codes instanceof Uint16Array ? new Uint16Array(nextCapacity(this.codes.length, row + 1)) : new Uint32Array(nextCapacity(this.codes.length, row + 1));
-      codes.set(this.codes);
-      this.codes = codes;
-    }
+    if (row >= this.codes.length) this.reserve(nextCapacity(this.codes.length, row + 1));
     const code = this.dict.entryOf(src, s, e) + 1;
     if (code > 0xffff && this.codes instanceof Uint16Array) this.codes = Uint32Array.from(this.codes);
     this.codes[row] = code;
@@ -375,15 +402,25 @@ export class CollectionBuilder {
     this.validity = new Uint32Array((capacity + 31) >>> 5);
   }
 
-  /** Starts row `row` (greater than every row before); add its elements with `add`. */
-  begin(row: number): void {
-    if (row + 2 > this.offsets.length) {
-      const cap = nextCapacity(this.offsets.length - 1, row + 1);
-      const offsets = new Uint32Array(cap + 1);
+  reserve(rows: number): void {
+    if (rows + 1 > this.offsets.length) {
+      const offsets = new Uint32Array(rows + 1);
       offsets.set(this.offsets.subarray(0, this.filled));
       this.offsets = offsets;
-      this.validity = resizeBitmap(this.validity, cap);
+      this.validity = resizeBitmap(this.validity, rows);
     }
+    const written = this.filled - 1;
+    const elements = written > 0 ? Math.ceil((this.count / written) * rows * 1.02) : 0;
+    if (elements > this.codes.length) {
+      const codes = this.codes instanceof Uint16Array ? new Uint16Array(elements) : new Uint32Array(elements);
+      codes.set(this.codes);
+      this.codes = codes;
+    }
+  }
+
+  /** Starts row `row` (greater than every row before); add its elements with `add`. */
+  begin(row: number): void {
+    if (row + 2 > this.offsets.length) this.reserve(nextCapacity(this.offsets.length - 1, row + 1));
     for (let r = this.filled; r <= row; r++) this.offsets[r] = this.count;
     this.offsets[row + 1] = this.count;
     this.filled = row + 2;
@@ -423,12 +460,15 @@ export class LinkBuilder {
     this.parentRow = new Int32Array(capacity).fill(-1);
   }
 
+  reserve(rows: number): void {
+    if (rows <= this.parentRow.length) return;
+    const next = new Int32Array(rows).fill(-1);
+    next.set(this.parentRow);
+    this.parentRow = next;
+  }
+
   private ensure(row: number): void {
-    if (row >= this.parentRow.length) {
-      const next = new Int32Array(nextCapacity(this.parentRow.length, row + 1)).fill(-1);
-      next.set(this.parentRow);
-      this.parentRow = next;
-    }
+    if (row >= this.parentRow.length) this.reserve(nextCapacity(this.parentRow.length, row + 1));
   }
 
   writeParent(row: number, parent: number): void {

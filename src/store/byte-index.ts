@@ -13,38 +13,36 @@ export interface ByteStore {
 }
 
 export class ByteIndex {
-  /** slot -> entry + 1; 0 marks an empty slot. */
-  private slots: Int32Array;
   /**
-   * slot -> hash of its entry: probes compare hashes in this array (next to each other in
-   * memory) and touch an entry's bytes only on a full hash match; growing never rereads bytes.
+   * Open addressing with linear probing; slot i is table[2i] = entry + 1 (0 when empty) and
+   * table[2i + 1] = the entry's hash, side by side so that a probe costs one cache miss and an
+   * entry's bytes are read only on a full hash match. Growing never rereads the bytes.
    */
-  private slotHashes: Uint32Array;
+  private table: Int32Array;
   private mask: number;
   size = 0;
 
   constructor(private store: ByteStore, expected = 16) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
-    this.slots = new Int32Array(cap);
-    this.slotHashes = new Uint32Array(cap);
+    this.table = new Int32Array(cap * 2);
     this.mask = cap - 1;
   }
 
   /** The entry whose bytes equal src[s, e) (h = hashBytes(src, s, e)), or -1. */
   find(src: Uint8Array, s: number, e: number, h: number): number {
-    const slots = this.slots;
-    const slotHashes = this.slotHashes;
+    const table = this.table;
     const mask = this.mask;
-    const bytes = this.store.bytes;
-    const offsets = this.store.offsets;
+    const hash = h | 0;
     const len = e - s;
     for (let i = h & mask; ; i = (i + 1) & mask) {
-      const entry = slots[i] - 1;
+      const entry = table[2 * i] - 1;
       if (entry < 0) return -1;
-      if (slotHashes[i] !== h) continue;
+      if (table[2 * i + 1] !== hash) continue;
+      const offsets = this.store.offsets;
       const os = offsets[entry];
       if (offsets[entry + 1] - os !== len) continue;
+      const bytes = this.store.bytes;
       let j = 0;
       while (j < len && bytes[os + j] === src[s + j]) j++;
       if (j === len) return entry;
@@ -53,9 +51,17 @@ export class ByteIndex {
 
   /** Adds `entry` (its bytes already in the store, absent from the index) with hash h. */
   add(entry: number, h: number): void {
-    if ((this.size + 1) * 2 > this.slots.length) this.rehash(this.slots.length * 2);
-    this.place(entry, h);
+    if ((this.size + 1) * 2 > this.table.length >>> 1) this.rehash(this.table.length);
+    this.place(entry, h | 0);
     this.size++;
+  }
+
+  /** Makes room for `n` entries in all, so that loading a known number of rows never rehashes. */
+  reserve(n: number): void {
+    let cap = this.table.length >>> 1;
+    if (n * 2 <= cap) return;
+    while (cap < n * 2) cap *= 2;
+    this.rehash(cap);
   }
 
   /** Entry for a string (allocation-free for keys up to the scratch size). */
@@ -64,35 +70,29 @@ export class ByteIndex {
     return this.find(scratch, 0, end, hashBytes(scratch, 0, end));
   }
 
-  /** Bytes held outside the entries' own storage. */
-  get byteLength(): number {
-    return this.slots.byteLength + this.slotHashes.byteLength;
-  }
-
   /** Points the index at another store holding the same entries (a builder's frozen column). */
   rebind(store: ByteStore): void {
     this.store = store;
   }
 
-  private place(entry: number, h: number): void {
-    const slots = this.slots;
+  get byteLength(): number {
+    return this.table.byteLength;
+  }
+
+  private place(entry: number, hash: number): void {
+    const table = this.table;
     const mask = this.mask;
-    let i = h & mask;
-    while (slots[i] !== 0) i = (i + 1) & mask;
-    slots[i] = entry + 1;
-    this.slotHashes[i] = h;
+    let i = hash & mask;
+    while (table[2 * i] !== 0) i = (i + 1) & mask;
+    table[2 * i] = entry + 1;
+    table[2 * i + 1] = hash;
   }
 
   private rehash(capacity: number): void {
-    const old = this.slots;
-    const oldHashes = this.slotHashes;
-    this.slots = new Int32Array(capacity);
-    this.slotHashes = new Uint32Array(capacity);
+    const old = this.table;
+    this.table = new Int32Array(capacity * 2);
     this.mask = capacity - 1;
-    for (let i = 0; i < old.length; i++) {
-      const entry = old[i] - 1;
-      if (entry >= 0) this.place(entry, oldHashes[i]);
-    }
+    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.place(old[i] - 1, old[i + 1]);
   }
 }
 

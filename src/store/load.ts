@@ -153,6 +153,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
     if (found) {
       const bytesTotal = statSync(found.file).size;
       let bytesRead = 0;
+      let reserved = found.gzip;
       await readRecords(
         found.file,
         {
@@ -161,6 +162,11 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
           label: label!,
           onChunk: (n) => {
             bytesRead = n;
+            if (!reserved && b.rowCount >= 256) {
+              // Size the columns once from the first chunk's bytes per record.
+              reserved = true;
+              b.reserve(Math.ceil((bytesTotal / n) * b.rowCount * 1.02));
+            }
             options.onProgress?.({ resource, file: label!, bytesRead: n, bytesTotal, records: b.rowCount });
           },
         },
