@@ -82,7 +82,7 @@ export function lookupOf(e: Bound): { field: string; values: string[] } | null {
     return { field: e.left.field.name, values: [e.right.value] };
   }
   if (e.kind === 'in' && e.left.kind === 'field' && e.values.every((v) => typeof v === 'string')) {
-    return { field: e.left.field.name, values: e.values as string[] };
+    return { field: e.left.field.name, values: [...new Set(e.values as string[])] };
   }
   return null;
 }

@@ -1,0 +1,302 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Engine, DEFAULT_DATA_DIR } from '../../src/engine.js';
+import { QueryError } from '../../src/errors.js';
+import { Rng } from '../../src/generate/prng.js';
+import { parseQuery } from '../../src/odata/parse-query.js';
+import { NaiveEngine } from './oracle.js';
+
+type Rec = Record<string, unknown>;
+const NOW = Date.parse('2025-06-01T00:00:00Z');
+const records = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+let engine: Engine;
+const naive = new NaiveEngine(records, NOW);
+
+beforeAll(async () => {
+  engine = await Engine.open({ now: () => new Date(NOW) });
+});
+
+const keys = (q: string, sources?: string[]): string[] =>
+  engine.query('Property', `${q}&$select=ListingKey&$top=50000`, { sources }).value.map((r) => r.ListingKey as string);
+
+function expectError(q: string, code: string, option: string, resource: 'Property' | 'Media' | 'OpenHouse' = 'Property'): QueryError {
+  let err: unknown;
+  try {
+    engine.query(resource, q);
+  } catch (e) {
+    err = e;
+  }
+  expect(err, q).toBeInstanceOf(QueryError);
+  expect((err as QueryError).code, q).toBe(code);
+  expect((err as QueryError).option, q).toBe(option);
+  expect((err as QueryError).message.length).toBeGreaterThan(10);
+  return err as QueryError;
+}
+
+describe('filters agree with the naive reference on the default data set', () => {
+  const cases = [
+    "StandardStatus eq 'Active'",
+    "StandardStatus in ('Pending','Active Under Contract') and ListPrice lt 500000",
+    'ListPrice ge 300000 and ListPrice le 600000 and BedroomsTotal ge 3',
+    'YearBuilt eq null',
+    'YearBuilt ne null and YearBuilt lt 1950',
+    'not (BedroomsTotal gt 2)',
+    'BedroomsTotal ge null',
+    'LivingArea div BedroomsTotal gt 700',
+    'BedroomsTotal div 2 eq 1',
+    'ListPrice mod 7 eq 0 or ListPrice sub OriginalListPrice lt -20000',
+    '-ListPrice lt -2000000',
+    "contains(tolower(PublicRemarks),'granite') and startswith(PostalCode,'98')",
+    "endswith(City,'e') or length(City) gt 10",
+    "indexof(UnparsedAddress,' N ') ge 0",
+    "substring(ListingId,0,2) eq 'NW'",
+    "concat(City,StateOrProvince) eq 'SeattleWA'",
+    "trim(toupper(City)) eq 'TAMPA'",
+    'year(ModificationTimestamp) eq 2025 and month(ModificationTimestamp) ge 3',
+    'day(ListingContractDate) eq 1 or hour(OnMarketTimestamp) eq 12',
+    "date(ModificationTimestamp) ge 2025-05-01",
+    'ListingContractDate lt 2024-06-01',
+    'ModificationTimestamp gt 2025-05-20T12:00:00-07:00',
+    'CloseDate eq null and ClosePrice ne null',
+    'PoolPrivateYN eq true',
+    'PoolPrivateYN ne false',
+    "Appliances/any(a: a eq 'Dishwasher') and Appliances/all(a: a ne 'Oven')",
+    "WaterfrontFeatures/any()",
+    "not WaterfrontFeatures/any()",
+    "View/all(v: startswith(v,'C'))",
+    "'Pond' in WaterfrontFeatures",
+    'DaysOnMarket gt 100',
+    'DaysOnMarket le 7',
+    'service_OriginalEntryTimestamp lt 2024-07-01T00:00:00Z',
+    "geo.distance(Location, geography'POINT(-122.3321 47.6062)') le 3000",
+    "geo.distance(RawLocation, geography'SRID=4326;POINT(0 0)') le 10",
+    "not (geo.distance(Location, geography'POINT(-87.6298 41.8781)') le 5000)",
+    "search.text(KeywordSearchText,'pool granite')",
+    "search.text(RawAddressSearchText,'maple street seattle') and ListPrice gt 400000",
+    "search.text(ListAgentSearchText,'jose') or search.text(BuyerAgentSearchText,'smith')",
+    "not search.text(KeywordSearchText,'pool')",
+    "search.text(KeywordSearchText,'quartz spa view',2)",
+    'null eq null',
+    "(StandardStatus eq 'Closed' or StandardStatus eq 'Expired') and not (City eq 'Houston')",
+  ];
+  it.each(cases)('%s', (filter) => {
+    const parsed = parseQuery(`$filter=${filter}`);
+    const want = naive.query(parsed.filter);
+    expect(keys(`$filter=${filter}`), filter).toEqual(want);
+  });
+
+  it('the cases are not vacuous', () => {
+    const sizes = cases.map((f) => naive.query(parseQuery(`$filter=${f}`).filter).length);
+    expect(sizes.filter((s) => s > 0 && s < records.length).length).toBeGreaterThan(cases.length - 4);
+  });
+});
+
+describe('random filters and orders agree with the naive reference', () => {
+  const rng = new Rng('random-queries');
+  const sample = (): Rec => records[rng.int(0, records.length - 1)];
+  const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+  const atoms: Array<() => string> = [
+    () => `ListPrice ${rng.pick(['lt', 'le', 'gt', 'ge', 'eq', 'ne'])} ${sample().ListPrice as number}`,
+    () => `BedroomsTotal ${rng.pick(['lt', 'ge', 'eq', 'ne'])} ${rng.pick(['null', '2', '3', '4'])}`,
+    () => `YearBuilt ${rng.pick(['lt', 'gt', 'eq'])} ${rng.pick(['null', '1960', '2000'])}`,
+    () => `City eq ${quote(sample().City as string)}`,
+    () => `StandardStatus in (${[sample(), sample()].map((r) => quote(r.StandardStatus as string)).join(',')})`,
+    () => `PropertyType ne ${quote(sample().PropertyType as string)}`,
+    () => `Appliances/any(a: a eq ${quote(rng.pick(['Dishwasher', 'Microwave', 'Dryer', 'Oven']))})`,
+    () => `startswith(PostalCode,${quote(String(sample().PostalCode ?? '9').slice(0, 2))})`,
+    () => `contains(PublicRemarks,${quote(rng.pick(['pool', 'Pool', 'granite', 'view', 'garage']))})`,
+    () => `ModificationTimestamp ${rng.pick(['lt', 'ge'])} ${sample().ModificationTimestamp as string}`,
+    () => `ListingContractDate ${rng.pick(['lt', 'ge'])} ${sample().ListingContractDate as string}`,
+    () => `DaysOnMarket ${rng.pick(['lt', 'gt'])} ${rng.int(5, 300)}`,
+    () => `PoolPrivateYN eq ${rng.pick(['true', 'false', 'null'])}`,
+    () => `geo.distance(Location, geography'POINT(${(sample().Longitude as number) ?? -122.3} ${(sample().Latitude as number) ?? 47.6})') le ${rng.pick([500, 2000, 8000])}`,
+    () => `search.text(KeywordSearchText,${quote(rng.pick(['pool', 'granite counters', 'spa', 'hardwood floors', 'quartz']))})`,
+    () => `search.text(RawAddressSearchText,${quote(`${sample().StreetName as string} ${sample().City as string}`)})`,
+  ];
+  const expr = (depth: number): string => {
+    const r = rng.next();
+    if (depth === 0 || r < 0.4) return rng.pick(atoms)();
+    if (r < 0.65) return `${expr(depth - 1)} and ${expr(depth - 1)}`;
+    if (r < 0.9) return `(${expr(depth - 1)} or ${expr(depth - 1)})`;
+    return `not (${expr(depth - 1)})`;
+  };
+  const orders = ['', 'ListPrice desc', 'City,ListPrice desc', 'YearBuilt', 'ModificationTimestamp desc', 'BedroomsTotal desc,LivingArea', 'DaysOnMarket'];
+
+  it('for 150 generated queries (keys in order and counts)', () => {
+    let nonEmpty = 0;
+    for (let i = 0; i < 150; i++) {
+      const filter = expr(3);
+      const orderby = rng.pick(orders);
+      const q = `$filter=${filter}${orderby ? `&$orderby=${orderby}` : ''}`;
+      const parsed = parseQuery(q);
+      const want = naive.query(parsed.filter, parsed.orderby);
+      expect(keys(q), q).toEqual(want);
+      const counted = engine.query('Property', `${q}&$count=true&$top=0`);
+      expect(counted['@odata.count'], q).toBe(want.length);
+      if (want.length > 0) nonEmpty++;
+    }
+    expect(nonEmpty).toBeGreaterThan(60);
+  });
+
+  it('relevance order equals the summed textbook BM25, ties by key', () => {
+    for (const q of ["search.text(KeywordSearchText,'pool granite')", "search.text(KeywordSearchText,'spa') or search.text(KeywordSearchText,'quartz')", "search.text(RawAddressSearchText,'oak street') and BedroomsTotal ge 3"]) {
+      const parsed = parseQuery(`$filter=${q}&$orderby=relevance desc`);
+      naive.query(parsed.filter); // fills the naive search cache for these calls only
+      const fresh = new NaiveEngine(records, NOW);
+      const want = fresh.query(parsed.filter, parsed.orderby);
+      expect(keys(`$filter=${q}&$orderby=relevance desc`), q).toEqual(want);
+      const top = engine.query('Property', `$filter=${q}&$orderby=relevance desc&$top=7&$select=ListingKey`).value.map((r) => r.ListingKey);
+      expect(top, q).toEqual(want.slice(0, 7));
+    }
+  });
+});
+
+describe('paging, count, select and the envelope', () => {
+  it('pages of 10 without $top, with a relative nextLink that yields the rest', () => {
+    const base = "$filter=City eq 'Seattle'&$orderby=ListPrice desc";
+    const q = `${base}&$select=ListingKey,ListPrice`;
+    const all = keys(base);
+    expect(all.length).toBeGreaterThan(25);
+    const seen: string[] = [];
+    let res = engine.query('Property', q);
+    expect(res['@odata.context']).toBe('$metadata#Property');
+    for (;;) {
+      expect(res.value.length).toBeLessThanOrEqual(10);
+      seen.push(...res.value.map((r) => r.ListingKey as string));
+      const next = res['@odata.nextLink'];
+      if (!next) break;
+      expect(next.startsWith('Property?')).toBe(true);
+      res = engine.query('Property', decodeURIComponent(next.slice('Property?'.length)));
+    }
+    expect(seen).toEqual(all);
+  });
+
+  it('$top=T gives T rows and no nextLink; maxpagesize under T pages and sums to T', () => {
+    const r = engine.query('Property', '$top=25&$select=ListingKey');
+    expect(r.value).toHaveLength(25);
+    expect(r['@odata.nextLink']).toBeUndefined();
+    const seen: string[] = [];
+    let res = engine.query('Property', '$top=25&$select=ListingKey', { maxPageSize: 10 });
+    for (;;) {
+      seen.push(...res.value.map((x) => x.ListingKey as string));
+      const next = res['@odata.nextLink'];
+      if (!next) break;
+      expect(next).toMatch(/\$top=1[05]|\$top=5/);
+      res = engine.query('Property', decodeURIComponent(next.slice('Property?'.length)), { maxPageSize: 10 });
+    }
+    expect(seen).toEqual(r.value.map((x) => x.ListingKey));
+  });
+
+  it('$count counts matches before $skip/$top; $top=0 is valid', () => {
+    const all = keys("$filter=StandardStatus eq 'Active'");
+    const r = engine.query('Property', "$filter=StandardStatus eq 'Active'&$count=true&$top=0");
+    expect(r['@odata.count']).toBe(all.length);
+    expect(r.value).toEqual([]);
+    expect(Object.keys(r)).toEqual(['@odata.context', '@odata.count', 'value']);
+    const skipped = engine.query('Property', "$filter=StandardStatus eq 'Active'&$skip=5&$top=3&$select=ListingKey&$count=true");
+    expect(skipped.value.map((x) => x.ListingKey)).toEqual(all.slice(5, 8));
+    expect(skipped['@odata.count']).toBe(all.length);
+  });
+
+  it('without $orderby the order is key ascending; $skip past the end is empty', () => {
+    const all = keys('');
+    expect(all).toEqual([...all].sort());
+    expect(engine.query('Property', '$skip=100000').value).toEqual([]);
+  });
+
+  it('$select keeps the key and schema order; without it every field, nulls included unless $ignorenulls', () => {
+    const r = engine.query('Property', '$select=City,ListPrice&$top=1').value[0];
+    expect(Object.keys(r)).toEqual(['ListingKey', 'City', 'ListPrice']);
+    const full = engine.query('Property', '$top=1').value[0];
+    expect(Object.keys(full)).toEqual(engine.store.Property.schema.fields.map((f) => f.name));
+    expect(Object.values(full)).toContain(null);
+    const lean = engine.query('Property', '$top=1&$ignorenulls=true').value[0];
+    expect(Object.values(lean)).not.toContain(null);
+    expect(Object.keys(lean).length).toBeLessThan(Object.keys(full).length);
+  });
+
+  it('DaysOnMarket moves with the engine clock', async () => {
+    let now = NOW;
+    const e = await Engine.open({ now: () => new Date(now) });
+    const first = e.query('Property', "$filter=ListingKey eq 'P000000001'&$select=DaysOnMarket").value[0].DaysOnMarket as number;
+    now += 3 * 86_400_000;
+    const later = e.query('Property', "$filter=ListingKey eq 'P000000001'&$select=DaysOnMarket").value[0].DaysOnMarket as number;
+    expect(later).toBe(first + 3);
+  });
+
+  it('is deterministic: the same query gives the same bytes', () => {
+    const q = "$filter=search.text(KeywordSearchText,'pool')&$orderby=relevance desc&$count=true&$top=30";
+    expect(JSON.stringify(engine.query('Property', q))).toBe(JSON.stringify(engine.query('Property', q)));
+  });
+});
+
+describe('visibility', () => {
+  it('restricts rows, counts and children to the sources, everywhere', () => {
+    const har = records.filter((r) => r.OriginatingSystemName === 'HAR').map((r) => r.ListingKey as string);
+    expect(keys('', ['HAR'])).toEqual(har);
+    expect(engine.query('Property', '$count=true&$top=0', { sources: ['HAR'] })['@odata.count']).toBe(har.length);
+    expect(keys("$filter=search.text(KeywordSearchText,'pool')&$orderby=relevance desc", ['HAR']).every((k) => har.includes(k))).toBe(true);
+    expect(keys("$filter=OriginatingSystemName eq 'CRMLS'", ['HAR'])).toEqual([]);
+    expect(keys("$filter=OriginatingSystemName eq 'CRMLS' or true", ['HAR'])).toEqual(har);
+    const media = engine.query('Media', '$select=MediaKey,ResourceRecordKey&$top=25000', { sources: ['HAR'] }).value;
+    expect(media.length).toBeGreaterThan(0);
+    expect(media.every((m) => har.includes(m.ResourceRecordKey as string))).toBe(true);
+    const oh = engine.query('OpenHouse', '$top=50000', { sources: ['HAR'] }).value;
+    expect(oh.every((o) => har.includes(o.ListingKey as string))).toBe(true);
+    expect(engine.query('Property', '$count=true', { sources: [] })['@odata.count']).toBe(0);
+    expect(engine.query('Property', '$count=true', { sources: ['har'] })['@odata.count']).toBe(0); // case-sensitive
+  });
+});
+
+describe('the plan', () => {
+  it('uses the index that is the point', () => {
+    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain('candidates: lookup StandardStatus');
+    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain('ordered walk of ListPrice desc');
+    expect(engine.explain('Property', "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25")).toContain('ranked top-k by relevance');
+    expect(engine.explain('Property', "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000")).toContain('kd-tree Location');
+    expect(engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000")).toContain('candidates: search.text(RawAddressSearchText');
+    expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('candidates: scan');
+    expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('top-k heap');
+    expect(engine.explain('Property', '', { sources: ['HAR'] })).toContain('visibility: sources HAR');
+  });
+});
+
+describe('bad queries are coded errors that name the field or operator', () => {
+  it.each([
+    ["$filter=ListPrice eq 'cheap'", 'TypeMismatch', '$filter', 'ListPrice'],
+    ['$filter=ModificationTimestamp gt 2024-01-01', 'TypeMismatch', '$filter', 'timestamp'],
+    ['$filter=Nope eq 1', 'UnknownField', '$filter', 'Nope'],
+    ["$filter=KeywordSearchText eq 'pool'", 'SearchFieldNotAllowed', '$filter', 'KeywordSearchText'],
+    ["$filter=Appliances eq 'Oven'", 'TypeMismatch', '$filter', 'Appliances'],
+    ["$filter=contains(ListPrice,'1')", 'TypeMismatch', '$filter', 'contains'],
+    ["$filter=year(City) eq 2020", 'TypeMismatch', '$filter', 'year'],
+    ["$filter=geo.distance(Location, geography'POINT(1 2)') lt 5", 'InvalidGeoDistance', '$filter', 'le'],
+    ["$filter=5 ge geo.distance(Location, geography'POINT(1 2)')", 'InvalidGeoDistance', '$filter', 'le'],
+    ["$filter=geo.distance(City, geography'POINT(1 2)') le 5", 'InvalidGeoDistance', '$filter', 'Location'],
+    ["$filter=search.text(City,'x')", 'InvalidSearch', '$filter', 'RawAddressSearchText'],
+    ["$filter=search.text(KeywordSearchText,'pool',0)", 'InvalidMinMatches', '$filter', 'positive'],
+    ["$filter=search.text(KeywordSearchText,'pool',1.5)", 'InvalidMinMatches', '$filter', 'positive'],
+    ["$filter=search.text(KeywordSearchText,'  ')", 'EmptySearchQuery', '$filter', 'word'],
+    ['$orderby=relevance desc', 'RelevanceWithoutSearch', '$orderby', 'search.text'],
+    ["$filter=search.text(KeywordSearchText,'pool')&$orderby=relevance asc", 'InvalidRelevanceOrder', '$orderby', 'relevance desc'],
+    ['$orderby=Appliances', 'NotSortable', '$orderby', 'Appliances'],
+    ['$select=Nope', 'UnknownField', '$select', 'Nope'],
+    ['$top=50001', 'TopTooLarge', '$top', '50000'],
+    ['$format=xml', 'UnsupportedFormat', '$format', 'json'],
+    ['$filter=ListPrice eq', 'InvalidSyntax', '$filter', 'position'],
+    ['$bogus=1', 'UnknownQueryOption', '$bogus', 'bogus'],
+  ])('%s → %s', (q, code, option, mention) => {
+    const err = expectError(q, code, option);
+    expect(err.message).toContain(mention);
+  });
+
+  it('binder errors carry the position of the offending node', () => {
+    expect(expectError("$filter=City eq 'x' and Nope gt 1", 'UnknownField', '$filter').position).toBe(16);
+    expect(expectError('$filter=ListPrice gt 1 and City eq 5', 'TypeMismatch', '$filter').position).toBe(19);
+  });
+
+  it('Media top maximum is 25,000', () => {
+    expect(expectError('$top=25001', 'TopTooLarge', '$top', 'Media').message).toContain('25000');
+  });
+});
