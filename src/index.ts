@@ -10,3 +10,5 @@ export type { DataErrorInfo } from './store/errors.js';
 export type { LoadReport, ResourceLoadReport } from './store/store.js';
 export type { LocalFieldInfo } from './store/ingest.js';
 export type { EdmType, FieldDef, FieldOrigin, ResourceName } from './schema/types.js';
+export { Engine, DEFAULT_PAGE_SIZE, TOP_LIMITS } from './engine.js';
+export type { EngineOpenOptions, QueryInput, QueryOptions, QueryResource, QueryResult } from './engine.js';
