@@ -3,7 +3,7 @@
  * records with OData 4.01 null rules written out case by case, brute-force haversine, and the
  * textbook BM25 of test/search/oracle.ts. Slow and obvious on purpose.
  */
-import type { Expr, OrderByItem } from '../../src/odata/ast.js';
+import type { Expr, MemberExpr, OrderByItem } from '../../src/odata/ast.js';
 import type { SearchFieldName } from '../../src/search/fields.js';
 import { NaiveSearch } from '../search/oracle.js';
 
@@ -104,7 +104,7 @@ export class NaiveEngine {
       case 'compare': {
         if (e.left.kind === 'call' && e.left.name === 'geo.distance') {
           const [m, p] = e.left.args;
-          const pt = this.point(r, (m as { path: string[] }).path[0]);
+          const pt = this.point(r, (m as MemberExpr).path[0]);
           if (pt === null) return false;
           const q = p as { lon: number; lat: number };
           return haversine(pt[0], pt[1], q.lon, q.lat) <= (this.eval(e.right, r, row, vars) as number);
@@ -126,7 +126,7 @@ export class NaiveEngine {
       case 'in': {
         const a = this.eval(e.left, r, row, vars);
         if (e.right.kind === 'list') return e.right.items.some((i) => this.eval(i, r, row, vars) === a);
-        const coll = r[(e.right as { path: string[] }).path[0]];
+        const coll = r[(e.right as MemberExpr).path[0]];
         return Array.isArray(coll) && a !== null && coll.includes(a);
       }
       case 'lambda': {
@@ -156,7 +156,7 @@ export class NaiveEngine {
       }
       case 'call': {
         if (e.name === 'search.text') {
-          const [f, t, m] = e.args as [{ path: string[] }, { value: string }, { value: number } | undefined];
+          const [f, t, m] = e.args as unknown as [MemberExpr, { value: string }, { value: number } | undefined];
           return this.search(f.path[0] as SearchFieldName, t.value, m?.value).has(row);
         }
         const args = e.args.map((a) => this.eval(a, r, row, vars));
@@ -175,7 +175,8 @@ export class NaiveEngine {
           case 'concat': return (x as string) + (y as string);
           case 'substring': return z === undefined ? (x as string).slice(y) : (x as string).slice(y, (y as number) + (z as number));
           case 'year': case 'month': case 'day': case 'hour': case 'minute': case 'second': {
-            const isDate = e.args[0].kind === 'member' && /Date$/.test((e.args[0] as { path: string[] }).path[0]);
+            const arg = e.args[0];
+            const isDate = arg.kind === 'member' && /Date$/.test(arg.path[0]);
             const d = new Date(isDate ? (x as number) * DAY : (x as number));
             return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }[e.name];
           }
