@@ -16,6 +16,7 @@ import { StoreAccess, type TableAccess } from './plan/access.js';
 import { chooseOrder, conjuncts, describeSource, geoCalls, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
 import { compile, type Evaluator } from './exec/compile.js';
 import { orderRows, type SortKey } from './exec/order.js';
+import { bindExpand, type ExpandPlan } from './exec/expand.js';
 import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
 import { rankSearch } from './search/ranked.js';
 import { getBit } from './store/bits.js';
@@ -78,6 +79,8 @@ interface Prepared {
   readonly strategy: OrderStrategy;
   readonly visible: ((row: number) => boolean) | null;
   readonly nowMs: number;
+  /** $expand, bound against the child schemas (Property only). */
+  readonly expand: ExpandPlan | null;
 }
 
 export class Engine {
@@ -130,7 +133,7 @@ export class Engine {
     const text = typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
     const parsed = parseQuery(text, { spans: true });
     if (parsed.apply) throw new QueryError('NotImplemented', '$apply is not implemented yet.', { option: '$apply' });
-    if (parsed.expand) throw new QueryError('NotImplemented', '$expand is not implemented yet.', { option: '$expand' });
+    const expand = parsed.expand ? bindExpand(parsed.expand, { resource, store: this.store, spanOf: (node) => spanOf(parsed, node) }) : null;
     if (parsed.format !== undefined && parsed.format !== 'json') {
       throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
     }
@@ -157,7 +160,7 @@ export class Engine {
     const strategy = chooseOrder(order, top, [...searches.values()].map((s) => s.node), parsed.count === true, parsed.top !== undefined, (name) => access.sortedBy(name) !== null);
     const source = this.chooseSource(top, searches, access);
     return {
-      resource, table, access, parsed, filter, order, select,
+      resource, table, access, parsed, filter, order, select, expand,
       skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy,
       visible: this.visibility(table, options.sources), nowMs: this.clock(),
     };
@@ -339,6 +342,7 @@ export class Engine {
     if (p.parsed.ignorenulls === true) {
       for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
     }
+    p.expand?.expandInto(record, row, { nowMs: p.nowMs, ignoreNulls: p.parsed.ignorenulls === true, visible: p.visible });
     return record;
   }
 }

@@ -1,0 +1,305 @@
+/**
+ * $expand on Property (SERVICE.md §3): `Media`, `OpenHouse`, `PropertyChange` and `PreferredMedia`,
+ * each with nested `$select;$filter;$orderby;$top;$skip`, added to each record of a page as JSON
+ * arrays after the listing's fields, in the order the request lists them.
+ *
+ * Children are found through the store's ChildIndex (offsets per listing row), which already holds
+ * each listing's children in the default expand order (Media by Order, OpenHouse by
+ * OpenHouseStartTime, PropertyChange by ModificationTimestamp desc, nulls lowest, ties by key): a
+ * request without nested $orderby reads them in place and stops at $skip + $top. A nested $orderby
+ * sorts only the listing's matching children, ties by their keys ranked among the siblings (a
+ * table-wide key rank of every Media row would cost seconds to build for one page).
+ *
+ * PreferredMedia never builds a record it does not return: it walks the listing's Media rows
+ * (already by Order) reading the MediaCategory and PreferredPhotoYN columns, and stops as soon as
+ * it holds the preferred photo and another photo (see `preferredPhotos`).
+ *
+ * Visibility: only children of the page's listings are read, and those passed the caller's
+ * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not.
+ *
+ * | code           | when                                                                 |
+ * |----------------|----------------------------------------------------------------------|
+ * | UnknownExpand  | a name that is not an expansion of Property, or $expand on another resource |
+ * | RepeatedExpand | the same navigation property twice in one $expand                    |
+ * | TopTooLarge    | nested $top above the child resource's $top maximum                   |
+ * and the binder's codes for nested $select/$filter/$orderby, all with option `$expand` and the
+ * position in the `$expand` value.
+ */
+import { QueryError } from '../errors.js';
+import type { ExpandItem, Span } from '../odata/ast.js';
+import { bindFilter, bindOrderBy, bindSelect, type BindContext } from '../plan/bind.js';
+import type { Bound } from '../plan/bound.js';
+import type { ChildResourceName } from '../schema/types.js';
+import { getBit } from '../store/bits.js';
+import type { ChildIndex } from '../store/children.js';
+import type { JsonValue } from '../store/columns.js';
+import type { Store } from '../store/store.js';
+import type { Table } from '../store/table.js';
+import { compile, type Evaluator } from './compile.js';
+import { orderRows, type SortKey } from './order.js';
+
+/** The navigation properties of Property and the resource each expands to. */
+export const EXPANSIONS = {
+  Media: 'Media',
+  OpenHouse: 'OpenHouse',
+  PropertyChange: 'PropertyChange',
+  PreferredMedia: 'Media',
+} as const satisfies Readonly<Record<string, ChildResourceName>>;
+
+export type ExpansionName = keyof typeof EXPANSIONS;
+
+const EXPANSION_NAMES = Object.keys(EXPANSIONS) as ExpansionName[];
+
+/** Nested $top maximum: the child resource's $top maximum (SERVICE.md §3). */
+export const EXPAND_TOP_LIMITS: Readonly<Record<ChildResourceName, number>> = { Media: 25_000, OpenHouse: 50_000, PropertyChange: 50_000 };
+
+/** PreferredMedia returns at most this many photos. */
+export const PREFERRED_MEDIA_MAX = 2;
+
+/** One expansion after binding: names resolved against the child resource's schema. */
+export interface BoundExpansion {
+  readonly name: ExpansionName;
+  readonly resource: ChildResourceName;
+  readonly filter: Bound | null;
+  /** Nested $orderby keys (never relevance: children have no search.text); empty for the default order. */
+  readonly order: ReadonlyArray<{ readonly expr: Bound; readonly descending: boolean }>;
+  /** Selected fields in the child schema's order (key included), or null for all. */
+  readonly select: readonly string[] | null;
+  readonly skip: number;
+  /** Nested $top, or the child resource's maximum. */
+  readonly top: number;
+}
+
+export interface ExpandBindContext {
+  /** The resource the request queries; only Property has expansions. */
+  readonly resource: string;
+  readonly store: Store;
+  /** Positions of nodes in the `$expand` value. */
+  readonly spanOf?: (node: object) => Span | undefined;
+}
+
+/** What one query's expansions need at run time. */
+export interface ExpandEnv {
+  /** The engine clock's now for this query (now() in nested filters). */
+  readonly nowMs: number;
+  /** $ignorenulls=true: drop null fields of child records too. */
+  readonly ignoreNulls: boolean;
+  /** The caller's visibility of Property rows, or null for every source. */
+  readonly visible: ((row: number) => boolean) | null;
+}
+
+/**
+ * Checks a request's `$expand` items against the store's child schemas and returns the plan;
+ * every mistake is a QueryError with option `$expand`.
+ */
+export function bindExpand(items: readonly ExpandItem[], ctx: ExpandBindContext): ExpandPlan {
+  const fail = (code: string, message: string, node: object): never => {
+    throw new QueryError(code, message, { option: '$expand', position: ctx.spanOf?.(node)?.start });
+  };
+  const valid = EXPANSION_NAMES.join(', ');
+  if (ctx.resource !== 'Property' && items.length > 0) {
+    fail('UnknownExpand', `${ctx.resource} has no navigation properties to expand ('${items[0].name}'); $expand is available on Property: ${valid}.`, items[0]);
+  }
+  const seen = new Set<string>();
+  const bound = items.map((item): BoundExpansion => {
+    if (!Object.hasOwn(EXPANSIONS, item.name)) {
+      fail('UnknownExpand', `Property has no navigation property '${item.name}'; expand one of ${valid}.`, item);
+    }
+    const name = item.name as ExpansionName;
+    if (seen.has(name)) fail('RepeatedExpand', `${name} is expanded twice; name each navigation property once.`, item);
+    seen.add(name);
+    const resource = EXPANSIONS[name];
+    const schema = ctx.store.table(resource).schema;
+    const bc: BindContext = { schema, option: '$expand', spanOf: ctx.spanOf };
+    const o = item.options;
+    const select = o.select ? bindSelect(o.select, bc)?.map((f) => f.name) ?? null : null;
+    const filter = o.filter ? bindFilter(o.filter, bc).expr : null;
+    const order = o.orderby
+      ? bindOrderBy(o.orderby, bc, 0).map((k) => {
+          if (k.kind !== 'expr') throw new Error('unreachable: relevance needs a search.text');
+          return { expr: k.expr, descending: k.descending };
+        })
+      : [];
+    const limit = EXPAND_TOP_LIMITS[resource];
+    if (o.top !== undefined && o.top > limit) {
+      fail('TopTooLarge', `$top=${o.top} in the expansion ${name} is above the maximum of ${limit} for ${resource}.`, item);
+    }
+    return { name, resource, filter, order, select, skip: o.skip ?? 0, top: o.top ?? limit };
+  });
+  return new ExpandPlan(ctx.store, bound);
+}
+
+/** Evaluators of one expansion, compiled for one clock reading. */
+interface Compiled {
+  readonly item: BoundExpansion;
+  readonly table: Table;
+  readonly index: ChildIndex;
+  /** The nested $filter, or null. */
+  readonly accept: Evaluator | null;
+  readonly keys: readonly SortKey[];
+  /** PreferredMedia only: whether a Media row is a photo / the preferred photo. */
+  readonly photo: ((row: number) => boolean) | null;
+  readonly preferred: ((row: number) => boolean) | null;
+}
+
+/** A request's expansions, bound; adds them to records with `expandInto`. */
+export class ExpandPlan {
+  private compiled: readonly Compiled[] | null = null;
+  private compiledAt = NaN;
+
+  constructor(
+    private readonly store: Store,
+    readonly items: readonly BoundExpansion[],
+  ) {}
+
+  /**
+   * Adds each expansion of the listing at Property row `parentRow` to `record`, as an array (empty
+   * when there are no children), in request order.
+   */
+  expandInto(record: Record<string, JsonValue>, parentRow: number, env: ExpandEnv): void {
+    if (env.visible !== null && !env.visible(parentRow)) {
+      throw new Error(`expansion asked for Property row ${parentRow}, which the caller may not see`);
+    }
+    for (const c of this.compile(env.nowMs)) {
+      const rows = c.photo !== null ? preferredRows(c, parentRow) : childRows(c, parentRow);
+      const out: JsonValue[] = new Array(rows.length);
+      const fields = c.item.select ?? undefined;
+      for (let i = 0; i < rows.length; i++) {
+        const child = c.table.record(rows[i], fields, env.nowMs);
+        if (env.ignoreNulls) for (const k of Object.keys(child)) if (child[k] === null) delete child[k];
+        out[i] = child;
+      }
+      record[c.item.name] = out;
+    }
+  }
+
+  private compile(nowMs: number): readonly Compiled[] {
+    if (this.compiled !== null && this.compiledAt === nowMs) return this.compiled;
+    const none = (): boolean => false;
+    this.compiled = this.items.map((item): Compiled => {
+      const table = this.store.table(item.resource);
+      const cc = { table, nowMs, searchHit: none, geoHit: none };
+      const preferredMedia = item.name === 'PreferredMedia';
+      return {
+        item,
+        table,
+        index: this.store.children[item.resource],
+        accept: item.filter ? compile(item.filter, cc) : null,
+        keys: item.order.map((k) => ({ read: compile(k.expr, cc), descending: k.descending })),
+        photo: preferredMedia ? photoTest(table) : null,
+        preferred: preferredMedia ? preferredTest(table) : null,
+      };
+    });
+    this.compiledAt = nowMs;
+    return this.compiled;
+  }
+}
+
+/** The listing's children the expansion returns, in order, after $filter, $orderby, $skip, $top. */
+function childRows(c: Compiled, parentRow: number): ArrayLike<number> {
+  const kids = c.index.childrenOf(parentRow);
+  const { skip, top } = c.item;
+  const accept = c.accept;
+  if (c.keys.length === 0) {
+    // default order: the index order, read in place up to $skip + $top
+    if (accept === null) return kids.subarray(Math.min(skip, kids.length), Math.min(kids.length, skip + top));
+    const out: number[] = [];
+    let skipped = 0;
+    for (let i = 0; i < kids.length && out.length < top; i++) {
+      const r = kids[i];
+      if (accept(r) !== true) continue;
+      if (skipped < skip) skipped++;
+      else out.push(r);
+    }
+    return out;
+  }
+  const matched = accept === null ? kids : kids.filter((r) => accept(r) === true);
+  const ordered = orderSiblings(c, matched, skip + top);
+  return ordered.subarray(Math.min(skip, ordered.length));
+}
+
+/**
+ * The first `limit` of `rows` (children of one listing) in the nested $orderby, ties by key.
+ * orderRows runs over positions 0..n-1 so that the key tie-break is the rank among these rows.
+ */
+function orderSiblings(c: Compiled, rows: Uint32Array, limit: number): Uint32Array {
+  const n = rows.length;
+  if (n === 0 || limit === 0) return new Uint32Array(0);
+  const positions = new Uint32Array(n);
+  for (let i = 0; i < n; i++) positions[i] = i;
+  const keys = new Array<string>(n);
+  for (let i = 0; i < n; i++) keys[i] = c.table.keyOf(rows[i]);
+  const byKey = positions.slice().sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+  const rank = new Uint32Array(n);
+  for (let i = 0; i < n; i++) rank[byKey[i]] = i;
+  const sortKeys: SortKey[] = c.keys.map((k) => ({ read: (pos: number) => k.read(rows[pos]), descending: k.descending }));
+  const order = orderRows(positions, sortKeys, rank, limit);
+  const out = new Uint32Array(order.length);
+  for (let i = 0; i < order.length; i++) out[i] = rows[order[i]];
+  return out;
+}
+
+/**
+ * PreferredMedia: at most two photos (MediaCategory 'Photo' or null) among the listing's Media rows
+ * that pass the nested $filter — the preferred photo (PreferredPhotoYN true; the first in the
+ * default order, i.e. the lowest Order, ties by MediaKey) first, then the first other photo in
+ * that order. The rows are already in that order, so the walk stops once it holds a preferred
+ * photo and two photos; only a listing without a preferred photo is read to the end, and even
+ * then only two columns per row. Nested $orderby, $skip and $top then apply to these (≤ 2) rows.
+ */
+function preferredRows(c: Compiled, parentRow: number): ArrayLike<number> {
+  const kids = c.index.childrenOf(parentRow);
+  const photo = c.photo!;
+  const preferred = c.preferred!;
+  const accept = c.accept;
+  let first = -1; // first photo
+  let second = -1; // second photo
+  let pref = -1; // first preferred photo
+  for (let i = 0; i < kids.length; i++) {
+    const r = kids[i];
+    if (!photo(r) || (accept !== null && accept(r) !== true)) continue;
+    if (first < 0) first = r;
+    else if (second < 0) second = r;
+    if (pref < 0 && preferred(r)) pref = r;
+    if (pref >= 0 && second >= 0) break;
+  }
+  const picked: number[] = [];
+  if (pref >= 0) {
+    picked.push(pref);
+    const other = first !== pref ? first : second;
+    if (other >= 0) picked.push(other);
+  } else {
+    if (first >= 0) picked.push(first);
+    if (second >= 0) picked.push(second);
+  }
+  const { skip, top } = c.item;
+  const ordered = c.keys.length === 0 ? picked : orderSiblings(c, Uint32Array.from(picked), PREFERRED_MEDIA_MAX);
+  return ordered.slice(Math.min(skip, ordered.length), skip + top);
+}
+
+/** Whether a Media row is a photo: MediaCategory 'Photo' or absent; reads the column directly. */
+function photoTest(media: Table): (row: number) => boolean {
+  const column = media.column('MediaCategory');
+  if (column === undefined) return () => true;
+  if (column.kind === 'dictionary') {
+    const code = column.dictionary.indexOf('Photo');
+    const { codes } = column;
+    return (row) => codes[row] === 0 || codes[row] === code;
+  }
+  if (column.kind === 'text') {
+    return (row) => {
+      const v = column.get(row);
+      return v === null || v === 'Photo';
+    };
+  }
+  // a local field of another type: only its absence makes a photo
+  return (row) => column.isNull(row);
+}
+
+/** Whether a Media row is marked preferred (PreferredPhotoYN true). */
+function preferredTest(media: Table): (row: number) => boolean {
+  const column = media.columnOf('PreferredPhotoYN', 'boolean');
+  if (column === undefined) return () => false;
+  const { bits, validity } = column;
+  return (row) => getBit(validity, row) && getBit(bits, row);
+}
