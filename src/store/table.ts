@@ -51,21 +51,21 @@ export class Table {
   }
 
   /**
-   * The record of a row: every schema field (or the given ones, in schema order when omitted)
-   * with its JSON value, null when absent.
+   * The record of a row: every schema field, or the given ones, in schema order (fields the
+   * schema lacks come last, as null), each with its JSON value, null when absent.
    */
   record(row: number, fields?: readonly string[], nowMs?: number): Record<string, JsonValue> {
     const now = nowMs ?? this.clock();
     const out: Record<string, JsonValue> = {};
-    if (fields === undefined) {
-      const defs = this.schema.fields;
-      for (let i = 0; i < defs.length; i++) {
-        const c = this.columns[i];
-        out[defs[i].name] = c.kind === 'daysOnMarket' ? c.get(row, now) : c.json(row);
-      }
-    } else {
-      for (const f of fields) out[f] = this.value(row, f, now);
+    const defs = this.schema.fields;
+    const wanted = fields === undefined ? null : new Set(fields);
+    for (let i = 0; i < defs.length; i++) {
+      const name = defs[i].name;
+      if (wanted !== null && !wanted.has(name)) continue;
+      const c = this.columns[i];
+      put(out, name, c.kind === 'daysOnMarket' ? c.get(row, now) : c.json(row));
     }
+    if (fields !== undefined) for (const f of fields) if (this.schema.indexOf(f) < 0) put(out, f, null);
     return out;
   }
 
@@ -104,4 +104,10 @@ export class Table {
     }
     return n;
   }
+}
+
+/** Sets a property, even one named `__proto__` (a local field may be). */
+function put(out: Record<string, JsonValue>, name: string, value: JsonValue): void {
+  if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  else out[name] = value;
 }

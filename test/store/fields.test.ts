@@ -177,6 +177,16 @@ describe('tables', () => {
     expect(s.Property.columnOf('City', 'dictionary')!.dictionary).toEqual([null, 'Austin']);
   });
 
+  it('give records in schema order, whatever order the fields are asked in', () => {
+    const rec = s.Property.record(0, ['StandardStatus', 'Nope', 'City', 'ListingKey']);
+    expect(Object.keys(rec)).toEqual(['ListingKey', 'City', 'StandardStatus', 'Nope']);
+    expect(rec).toEqual({ ListingKey: 'A', City: 'Austin', StandardStatus: 'Active', Nope: null });
+    const odd = loadRecords({ Property: [JSON.parse('{"ListingKey": "A", "__proto__": "x", "constructor": 1}') as Record<string, unknown>] });
+    const r = odd.Property.record(0);
+    expect(Object.keys(r).slice(-2)).toEqual(['__proto__', 'constructor']);
+    expect(JSON.stringify(r)).toContain('"__proto__":"x","constructor":1');
+  });
+
   it('have only the declared fields the data carries, plus the derived ones', () => {
     expect(s.Property.schema.fields.map((f) => f.name)).toEqual([
       'ListingKey', 'City', 'DaysOnMarket', 'ListPrice', 'Location', 'ModificationTimestamp', 'RawLocation', 'StandardStatus',
