@@ -13,7 +13,7 @@ import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
 import { StoreAccess, type TableAccess } from './plan/access.js';
-import { chooseOrder, conjuncts, describeSource, geoCalls, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
+import { chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
 import { compile, type Evaluator } from './exec/compile.js';
 import { orderRows, type SortKey } from './exec/order.js';
 import { bindExpand, type ExpandPlan } from './exec/expand.js';
@@ -277,7 +277,7 @@ export class Engine {
       const range = rangeOf(perm, table, p.strategy.field, conjuncts(p.filter));
       ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, accept, need);
     } else {
-      const matches = this.collect(p, accept, geoHit);
+      const matches = this.collect(p, accept);
       count = matches.length;
       const keys: SortKey[] = p.order.map((k) =>
         k.kind === 'relevance'
@@ -292,7 +292,7 @@ export class Engine {
     const more = ordered.length > p.skip + p.pageRows && (p.top === undefined || p.pageRows < p.top);
     const value = page.length ? Array.from(page, (row) => this.project(table, row, p)) : [];
     const envelope: { -readonly [K in keyof QueryResult]: QueryResult[K] } = { '@odata.context': `$metadata#${p.resource}`, value };
-    if (wantCount) envelope['@odata.count'] = count ?? this.collect(p, accept, geoHit).length;
+    if (wantCount) envelope['@odata.count'] = count ?? this.collect(p, accept).length;
     if (more) {
       const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
       envelope['@odata.nextLink'] = `${p.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
@@ -304,7 +304,7 @@ export class Engine {
   }
 
   /** Every matching row, ascending. */
-  private collect(p: Prepared, accept: (row: number) => boolean, geoHit: (node: Extract<Bound, { kind: 'geo' }>, row: number) => boolean): Uint32Array {
+  private collect(p: Prepared, accept: (row: number) => boolean): Uint32Array {
     const s = p.source;
     const out: number[] = [];
     switch (s.kind) {
@@ -316,7 +316,6 @@ export class Engine {
       }
       case 'geo': {
         const index = this.access.points[s.node.field.name as 'Location' | 'RawLocation'];
-        void geoHit;
         return index.within(s.node.lon, s.node.lat, s.node.meters, accept);
       }
       case 'lookup': {

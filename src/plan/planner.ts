@@ -64,18 +64,6 @@ export function searchCalls(expr: Bound | null): Extract<Bound, { kind: 'search'
   return out.sort((a, b) => a.ordinal - b.ordinal);
 }
 
-export function geoCalls(expr: Bound | null): Extract<Bound, { kind: 'geo' }>[] {
-  const out: Extract<Bound, { kind: 'geo' }>[] = [];
-  const stack: Bound[] = expr ? [expr] : [];
-  while (stack.length) {
-    const e = stack.pop()!;
-    if (e.kind === 'geo') out.push(e);
-    else if (e.kind === 'and' || e.kind === 'or') stack.push(e.left, e.right);
-    else if (e.kind === 'not') stack.push(e.operand);
-  }
-  return out;
-}
-
 /** `Field eq 'v'` or `Field in ('a','b')` on a string field: a lookup candidate. */
 export function lookupOf(e: Bound): { field: string; values: string[] } | null {
   if (e.kind === 'compare' && e.op === 'eq' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'string') {
