@@ -17,6 +17,8 @@ import { chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type Can
 import { compile, type Evaluator } from './exec/compile.js';
 import { orderRows, type SortKey } from './exec/order.js';
 import { bindExpand, type ExpandPlan } from './exec/expand.js';
+import { bindApply, type BoundGrouping } from './plan/bind-apply.js';
+import { describeGrouping, runApply } from './exec/aggregate.js';
 import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
 import { rankSearch } from './search/ranked.js';
 import { getBit } from './store/bits.js';
@@ -81,6 +83,8 @@ interface Prepared {
   readonly nowMs: number;
   /** $expand, bound against the child schemas (Property only). */
   readonly expand: ExpandPlan | null;
+  /** $apply's groupby/aggregate step: the response rows are then its groups. */
+  readonly grouping: BoundGrouping | null;
 }
 
 export class Engine {
@@ -121,6 +125,7 @@ export class Engine {
       `candidates: ${describeSource(p.source, this.sourceSize(p))}`,
       `residual filter: ${p.filter ? 'yes' : 'none'}`,
       `order: ${describeOrder(p.strategy, p.order)}`,
+      ...(p.grouping ? [`apply: ${describeGrouping(p.grouping)}`] : []),
       `page: skip ${p.skip}, up to ${p.pageRows} rows`,
     ];
     return lines.join('\n');
@@ -132,7 +137,6 @@ export class Engine {
     }
     const text = typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
     const parsed = parseQuery(text, { spans: true });
-    if (parsed.apply) throw new QueryError('NotImplemented', '$apply is not implemented yet.', { option: '$apply' });
     const expand = parsed.expand ? bindExpand(parsed.expand, { resource, store: this.store, spanOf: (node) => spanOf(parsed, node) }) : null;
     if (parsed.format !== undefined && parsed.format !== 'json') {
       throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
@@ -141,9 +145,11 @@ export class Engine {
     const access = this.access.of(table);
     const ctx = (option: string): BindContext => ({ schema: table.schema, option, spanOf: (node) => spanOf(parsed, node) });
     const bound = parsed.filter ? bindFilter(parsed.filter, ctx('$filter')) : null;
-    const filter = bound?.expr ?? null;
-    const order = parsed.orderby ? bindOrderBy(parsed.orderby, ctx('$orderby'), bound?.searchCount ?? 0) : [];
-    const select = parsed.select ? bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null : null;
+    const applied = parsed.apply ? bindApply(parsed, ctx, bound) : null;
+    const grouping = applied?.grouping ?? null;
+    const filter = applied ? applied.filter : bound?.expr ?? null;
+    const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
+    const select = parsed.select && !grouping ? bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null : null;
 
     const limit = TOP_LIMITS[resource];
     if (parsed.top !== undefined && parsed.top > limit) {
@@ -160,7 +166,7 @@ export class Engine {
     const strategy = chooseOrder(order, top, [...searches.values()].map((s) => s.node), parsed.count === true, parsed.top !== undefined, (name) => access.sortedBy(name) !== null);
     const source = this.chooseSource(top, searches, access);
     return {
-      resource, table, access, parsed, filter, order, select, expand,
+      resource, table, access, parsed, filter, order, select, expand, grouping,
       skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy,
       visible: this.visibility(table, options.sources), nowMs: this.clock(),
     };
@@ -196,6 +202,13 @@ export class Engine {
             if (code > 0) size += rows.offsets[code + 1] - rows.offsets[code];
           }
           consider({ kind: 'lookup', field: l.field, values: l.values }, size);
+        }
+        // A range on a numeric column: the slice of its sorted permutation (binary search).
+        const field = e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number' ? e.left.field.name : null;
+        const perm = field ? access.sortedBy(field) : null;
+        if (field && perm) {
+          const range = rangeOf(perm, access.table, field, top);
+          consider({ kind: 'range', field, start: range.start, end: range.end }, range.end - range.start);
         }
       }
     }
@@ -264,7 +277,10 @@ export class Engine {
 
     // How many ordered rows we need: the page, plus one to know whether more remain.
     const need = p.skip + p.pageRows + 1;
-    const wantCount = p.parsed.count === true;
+    if (p.grouping) {
+      const groups = runApply(table, this.collect(p, accept), p.grouping, { nowMs: p.nowMs, limit: need, ignoreNulls: p.parsed.ignorenulls === true });
+      return respond(p, groups.order, () => groups.count, (g) => groups.record(g));
+    }
     let ordered: Uint32Array;
     let count: number | undefined;
 
@@ -287,20 +303,7 @@ export class Engine {
       ordered = orderRows(matches, keys, access.keyRank, need);
     }
 
-    const pageEnd = Math.min(ordered.length, p.skip + p.pageRows);
-    const page = p.skip < pageEnd ? ordered.subarray(p.skip, pageEnd) : new Uint32Array(0);
-    const more = ordered.length > p.skip + p.pageRows && (p.top === undefined || p.pageRows < p.top);
-    const value = page.length ? Array.from(page, (row) => this.project(table, row, p)) : [];
-    const envelope: { -readonly [K in keyof QueryResult]: QueryResult[K] } = { '@odata.context': `$metadata#${p.resource}`, value };
-    if (wantCount) envelope['@odata.count'] = count ?? this.collect(p, accept).length;
-    if (more) {
-      const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
-      envelope['@odata.nextLink'] = `${p.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
-    }
-    // key order for the @odata.count position: context, count, value, nextLink
-    return wantCount
-      ? { '@odata.context': envelope['@odata.context'], '@odata.count': envelope['@odata.count'], value, ...(more ? { '@odata.nextLink': envelope['@odata.nextLink'] } : {}) }
-      : envelope;
+    return respond(p, ordered, () => count ?? this.collect(p, accept).length, (row) => this.project(table, row, p));
   }
 
   /** Every matching row, ascending. */
@@ -328,6 +331,11 @@ export class Engine {
         }
         return Uint32Array.from(out).sort();
       }
+      case 'range': {
+        const perm = p.access.sortedBy(s.field)!;
+        for (let i = s.start; i < s.end; i++) if (accept(perm[i])) out.push(perm[i]);
+        return Uint32Array.from(out).sort();
+      }
       case 'scan': {
         const n = p.table.rowCount;
         for (let row = 0; row < n; row++) if (accept(row)) out.push(row);
@@ -344,6 +352,29 @@ export class Engine {
     p.expand?.expandInto(record, row, { nowMs: p.nowMs, ignoreNulls: p.parsed.ignorenulls === true, visible: p.visible });
     return record;
   }
+}
+
+/**
+ * The response for results in order (rows, or $apply groups): the page of $skip/$top, the count
+ * (asked only under $count=true) and the nextLink (SERVICE.md §3 server paging). `ordered` holds
+ * at least the page plus one more result when more remain.
+ */
+function respond(p: Prepared, ordered: Uint32Array, count: () => number, project: (id: number) => Record<string, JsonValue>): QueryResult {
+  const wantCount = p.parsed.count === true;
+  const pageEnd = Math.min(ordered.length, p.skip + p.pageRows);
+  const page = p.skip < pageEnd ? ordered.subarray(p.skip, pageEnd) : new Uint32Array(0);
+  const more = ordered.length > p.skip + p.pageRows && (p.top === undefined || p.pageRows < p.top);
+  const value = page.length ? Array.from(page, project) : [];
+  const envelope: { -readonly [K in keyof QueryResult]: QueryResult[K] } = { '@odata.context': `$metadata#${p.resource}`, value };
+  if (wantCount) envelope['@odata.count'] = count();
+  if (more) {
+    const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
+    envelope['@odata.nextLink'] = `${p.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
+  }
+  // key order for the @odata.count position: context, count, value, nextLink
+  return wantCount
+    ? { '@odata.context': envelope['@odata.context'], '@odata.count': envelope['@odata.count'], value, ...(more ? { '@odata.nextLink': envelope['@odata.nextLink'] } : {}) }
+    : envelope;
 }
 
 function relevanceOf(row: number, p: Prepared, resultOf: (ordinal: number) => { match: SearchMatch; bits: Uint32Array }): number {

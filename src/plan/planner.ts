@@ -5,6 +5,8 @@
  * - `search`: a top-level search.text conjunct (postings; the result size is known exactly);
  * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
  * - `lookup`: a top-level `Field eq 'v'` / `Field in (...)` on a dictionary column (row lists);
+ * - `range`: top-level comparisons of a numeric column with constants (a binary-searched slice of
+ *   the column's sorted permutation, built on first use);
  * - `scan`: every row.
  *
  * Visibility (the caller's sources) is applied at the root of every plan, before anything else.
@@ -19,7 +21,9 @@ export type CandidateSource =
   | { readonly kind: 'scan' }
   | { readonly kind: 'search'; readonly node: Extract<Bound, { kind: 'search' }> }
   | { readonly kind: 'geo'; readonly node: Extract<Bound, { kind: 'geo' }> }
-  | { readonly kind: 'lookup'; readonly field: string; readonly values: readonly string[] };
+  | { readonly kind: 'lookup'; readonly field: string; readonly values: readonly string[] }
+  /** Positions [start, end) of the field's sorted permutation (range conjuncts, binary-searched). */
+  | { readonly kind: 'range'; readonly field: string; readonly start: number; readonly end: number };
 
 export type OrderStrategy =
   | { readonly kind: 'key' }
@@ -105,5 +109,7 @@ export function describeSource(s: CandidateSource, size: number | null): string 
       return `kd-tree ${s.node.field.name} within ${s.node.meters} m of (${s.node.lon} ${s.node.lat})${n}`;
     case 'lookup':
       return `lookup ${s.field} in (${s.values.map((v) => `'${v}'`).join(',')})${n}`;
+    case 'range':
+      return `range of ${s.field} (sorted permutation, ${s.end - s.start} rows)`;
   }
 }

@@ -256,7 +256,9 @@ describe('the plan', () => {
     expect(engine.explain('Property', "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25")).toContain('ranked top-k by relevance');
     expect(engine.explain('Property', "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000")).toContain('kd-tree Location');
     expect(engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000")).toContain('candidates: search.text(RawAddressSearchText');
-    expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('candidates: scan');
+    expect(engine.explain('Property', '$filter=ListPrice gt 2000000 and BedroomsTotal ge 2&$count=true&$orderby=ListPrice')).toContain('candidates: range of ListPrice');
+    expect(engine.explain('Property', "$filter=YearBuilt ge 2020 and YearBuilt lt 2022 and StandardStatus eq 'Active'")).toContain('candidates: range of YearBuilt');
+    expect(engine.explain('Property', "$filter=contains(City,'a')&$count=true")).toContain('candidates: scan');
     expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('top-k heap');
     expect(engine.explain('Property', '', { sources: ['HAR'] })).toContain('visibility: sources HAR');
   });
