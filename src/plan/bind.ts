@@ -18,6 +18,13 @@
  * | TopTooLarge             | $top above the resource's maximum                                       |
  * | UnknownExpand           | $expand of something that is not an expansion of the resource           |
  * | NotSelectable           | $select of a field that cannot be selected                              |
+ * | InvalidGroupBy          | $apply groupby of a collection, a point, or a field named twice         |
+ * | InvalidAggregate        | $apply aggregate of an expression, or a method the field's type lacks   |
+ * | DuplicateAlias          | $apply alias equal to another alias or to a group field                 |
+ * | UnsupportedApply        | $apply step after groupby/aggregate; $expand with groupby/aggregate     |
+ * | NotInApplyResult        | $orderby/$select after $apply naming no group field or alias            |
+ *
+ * ($apply is bound in bind-apply.ts.)
  */
 import { QueryError } from '../errors.js';
 import type { CompareOperator, Expr, LiteralExpr, OrderByItem, SelectItem, Span } from '../odata/ast.js';
@@ -354,9 +361,10 @@ export interface BoundFilter {
   readonly searchCount: number;
 }
 
-export function bindFilter(node: Expr, ctx: BindContext): BoundFilter {
+/** `firstOrdinal`: the ordinal of the first search.text call (when filters are chained, as in $apply). */
+export function bindFilter(node: Expr, ctx: BindContext, firstOrdinal = 0): BoundFilter {
   const binder = new Binder(ctx);
-  const scope: Scope = { variables: new Map(), searchCount: 0 };
+  const scope: Scope = { variables: new Map(), searchCount: firstOrdinal };
   const expr = binder.boolean(node, scope, ctx.option);
   return { expr, searchCount: scope.searchCount };
 }
