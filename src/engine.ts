@@ -13,7 +13,7 @@ import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
 import { StoreAccess, type TableAccess } from './plan/access.js';
-import { chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
+import { andOf, answeredBy, chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
 import { compile, type Evaluator } from './exec/compile.js';
 import { orderRows, type SortKey } from './exec/order.js';
 import { bindExpand, type ExpandPlan } from './exec/expand.js';
@@ -21,7 +21,7 @@ import { bindApply, type BoundGrouping } from './plan/bind-apply.js';
 import { describeGrouping, runApply } from './exec/aggregate.js';
 import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
 import { rankSearch } from './search/ranked.js';
-import { getBit } from './store/bits.js';
+import { getBit, popcount } from './store/bits.js';
 import { ParentKeyColumn, type JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
 import type { Store } from './store/store.js';
@@ -80,6 +80,10 @@ interface Prepared {
   readonly source: CandidateSource;
   readonly strategy: OrderStrategy;
   readonly visible: ((row: number) => boolean) | null;
+  /** The caller's sources (undefined: all). */
+  readonly sources: readonly string[] | undefined;
+  /** Top-level conjuncts the candidate source answers exactly. */
+  readonly answered: ReadonlySet<Bound>;
   readonly nowMs: number;
   /** $expand, bound against the child schemas (Property only). */
   readonly expand: ExpandPlan | null;
@@ -165,10 +169,11 @@ export class Engine {
     const top = conjuncts(filter);
     const strategy = chooseOrder(order, top, [...searches.values()].map((s) => s.node), parsed.count === true, parsed.top !== undefined, (name) => access.sortedBy(name) !== null);
     const source = this.chooseSource(top, searches, access);
+    const answered = answeredBy(source, top);
     return {
       resource, table, access, parsed, filter, order, select, expand, grouping,
       skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy,
-      visible: this.visibility(table, options.sources), nowMs: this.clock(),
+      visible: this.visibility(table, options.sources), sources: options.sources, answered, nowMs: this.clock(),
     };
   }
 
@@ -178,6 +183,8 @@ export class Engine {
     const consider = (source: CandidateSource, size: number): void => {
       if (!best || size < best.size) best = { source, size };
     };
+    const lookups: Array<{ field: string; values: string[] }> = [];
+    let lookupSize = Infinity;
     for (const e of top) {
       if (e.kind === 'search') {
         const s = searches.get(e.ordinal)!;
@@ -193,15 +200,16 @@ export class Engine {
         consider({ kind: 'geo', node: e }, access.table.rowCount / 4);
       } else {
         const l = lookupOf(e);
-        const rows = l ? access.rowsByCode(l.field) : null;
-        if (l && rows) {
+        const counts = l ? access.codeCounts(l.field) : null;
+        if (l && counts) {
           const col = access.table.columnOf(l.field, 'dictionary')!;
           let size = 0;
           for (const v of l.values) {
             const code = col.dictionary.indexOf(v);
-            if (code > 0) size += rows.offsets[code + 1] - rows.offsets[code];
+            if (code > 0) size += counts[code];
           }
-          consider({ kind: 'lookup', field: l.field, values: l.values }, size);
+          lookups.push(l);
+          lookupSize = Math.min(lookupSize, size);
         }
         // A range on a numeric column: the slice of its sorted permutation (binary search).
         const field = e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number' ? e.left.field.name : null;
@@ -212,6 +220,8 @@ export class Engine {
         }
       }
     }
+    // All dictionary lookups together: an AND of bitsets, no larger than the smallest of them.
+    if (lookups.length) consider({ kind: 'lookup', terms: lookups }, lookupSize);
     return (best as { source: CandidateSource } | null)?.source ?? { kind: 'scan' };
   }
 
@@ -274,17 +284,34 @@ export class Engine {
       : null;
     const visible = p.visible;
     const accept = (row: number): boolean => (visible === null || visible(row)) && (residual === null || residual(row) === true);
+    // Collecting from the candidate source needs only what the source does not answer itself.
+    const rest = andOf(conjuncts(p.filter).filter((e) => !p.answered.has(e)));
+    const restEval: Evaluator | null = rest
+      ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoHit })
+      : null;
+    const acceptRest = (row: number): boolean => (visible === null || visible(row)) && (restEval === null || restEval(row) === true);
+    const countMatches = (): number => {
+      if (p.source.kind === 'lookup' && restEval === null) {
+        // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in)
+        const terms = p.sources !== undefined && table === this.store.Property ? [...p.source.terms, { field: 'OriginatingSystemName', values: p.sources }] : p.source.terms;
+        if (visible === null || terms !== p.source.terms) return popcount(this.lookupBits(p, { kind: 'lookup', terms }), table.rowCount);
+      }
+      return this.collect(p, acceptRest).length;
+    };
 
     // How many ordered rows we need: the page, plus one to know whether more remain.
     const need = p.skip + p.pageRows + 1;
     if (p.grouping) {
-      const groups = runApply(table, this.collect(p, accept), p.grouping, { nowMs: p.nowMs, limit: need, ignoreNulls: p.parsed.ignorenulls === true });
+      const groups = runApply(table, this.collect(p, acceptRest), p.grouping, { nowMs: p.nowMs, limit: need, ignoreNulls: p.parsed.ignorenulls === true });
       return respond(p, groups.order, () => groups.count, (g) => groups.record(g));
     }
     let ordered: Uint32Array;
     let count: number | undefined;
 
-    if (p.strategy.kind === 'ranked') {
+    if (p.pageRows === 0) {
+      // $top=0: only the count can be asked for
+      return respond(p, new Uint32Array(0), countMatches, (row) => this.project(table, row, p));
+    } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
       const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept, tieRank: access.keyRank });
       ordered = ranked.rows;
@@ -293,7 +320,7 @@ export class Engine {
       const range = rangeOf(perm, table, p.strategy.field, conjuncts(p.filter));
       ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, accept, need);
     } else {
-      const matches = this.collect(p, accept);
+      const matches = this.collect(p, acceptRest);
       count = matches.length;
       const keys: SortKey[] = p.order.map((k) =>
         k.kind === 'relevance'
@@ -303,7 +330,7 @@ export class Engine {
       ordered = orderRows(matches, keys, access.keyRank, need);
     }
 
-    return respond(p, ordered, () => count ?? this.collect(p, accept).length, (row) => this.project(table, row, p));
+    return respond(p, ordered, () => count ?? countMatches(), (row) => this.project(table, row, p));
   }
 
   /** Every matching row, ascending. */
@@ -322,14 +349,16 @@ export class Engine {
         return index.within(s.node.lon, s.node.lat, s.node.meters, accept);
       }
       case 'lookup': {
-        const rows = p.access.rowsByCode(s.field)!;
-        const col = p.table.columnOf(s.field, 'dictionary')!;
-        for (const v of s.values) {
-          const code = col.dictionary.indexOf(v);
-          if (code <= 0) continue;
-          for (let i = rows.offsets[code]; i < rows.offsets[code + 1]; i++) if (accept(rows.rows[i])) out.push(rows.rows[i]);
+        const bits = this.lookupBits(p, s);
+        for (let w = 0; w < bits.length; w++) {
+          let word = bits[w];
+          while (word !== 0) {
+            const row = (w << 5) | (31 - Math.clz32(word & -word));
+            if (accept(row)) out.push(row);
+            word &= word - 1;
+          }
         }
-        return Uint32Array.from(out).sort();
+        return Uint32Array.from(out);
       }
       case 'range': {
         const perm = p.access.sortedBy(s.field)!;
@@ -342,6 +371,24 @@ export class Engine {
         return Uint32Array.from(out);
       }
     }
+  }
+
+  /** AND over the lookup terms of (OR over each term's values) of per-value bitsets. */
+  private lookupBits(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): Uint32Array {
+    let out: Uint32Array | null = null;
+    for (const t of s.terms) {
+      const col = p.table.columnOf(t.field, 'dictionary')!;
+      const term = new Uint32Array((p.table.rowCount + 31) >>> 5);
+      for (const v of t.values) {
+        const code = col.dictionary.indexOf(v);
+        if (code <= 0) continue;
+        const bits = p.access.valueBits(t.field, code);
+        for (let w = 0; w < term.length; w++) term[w] |= bits[w];
+      }
+      if (out === null) out = term;
+      else for (let w = 0; w < out.length; w++) out[w] &= term[w];
+    }
+    return out ?? new Uint32Array((p.table.rowCount + 31) >>> 5);
   }
 
   private project(table: Table, row: number, p: Prepared): Record<string, JsonValue> {

@@ -14,6 +14,8 @@ export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
   private readonly sorted = new Map<string, Uint32Array>();
   private readonly byCode = new Map<string, { offsets: Uint32Array; rows: Uint32Array }>();
+  private readonly valueBitsCache = new Map<string, Uint32Array>();
+  private readonly countsCache = new Map<string, Uint32Array>();
 
   constructor(readonly table: Table) {}
 
@@ -52,6 +54,32 @@ export class TableAccess {
     });
     this.sorted.set(field, perm);
     return perm;
+  }
+
+  /** How many rows hold each code of a dictionary column (index 0: nulls). */
+  codeCounts(field: string): Uint32Array | null {
+    let counts = this.countsCache.get(field);
+    if (counts) return counts;
+    const c = this.table.column(field);
+    if (!c || c.kind !== 'dictionary') return null;
+    counts = new Uint32Array(c.dictionary.length);
+    for (let r = 0; r < c.codes.length; r++) counts[c.codes[r]]++;
+    this.countsCache.set(field, counts);
+    return counts;
+  }
+
+  /** The rows holding one code of a dictionary column, as a bitset (built on first use). */
+  valueBits(field: string, code: number): Uint32Array {
+    const key = `${field}\u0000${code}`;
+    let bits = this.valueBitsCache.get(key);
+    if (!bits) {
+      const c = this.table.columnOf(field, 'dictionary')!;
+      bits = new Uint32Array((this.table.rowCount + 31) >>> 5);
+      const codes = c.codes;
+      for (let r = 0; r < codes.length; r++) if (codes[r] === code) bits[r >>> 5] |= 1 << (r & 31);
+      this.valueBitsCache.set(key, bits);
+    }
+    return bits;
   }
 
   /** Rows holding each dictionary code (CSR), for equality and `in` on lookup fields. */

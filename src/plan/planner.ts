@@ -4,7 +4,8 @@
  *
  * - `search`: a top-level search.text conjunct (postings; the result size is known exactly);
  * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
- * - `lookup`: a top-level `Field eq 'v'` / `Field in (...)` on a dictionary column (row lists);
+ * - `lookup`: top-level `Field eq 'v'` / `Field in (...)` on dictionary columns (an AND of
+ *   per-value bitsets, each built on first use);
  * - `range`: top-level comparisons of a numeric column with constants (a binary-searched slice of
  *   the column's sorted permutation, built on first use);
  * - `scan`: every row.
@@ -21,7 +22,8 @@ export type CandidateSource =
   | { readonly kind: 'scan' }
   | { readonly kind: 'search'; readonly node: Extract<Bound, { kind: 'search' }> }
   | { readonly kind: 'geo'; readonly node: Extract<Bound, { kind: 'geo' }> }
-  | { readonly kind: 'lookup'; readonly field: string; readonly values: readonly string[] }
+  /** Conjunction of `Field eq 'v'` / `Field in (...)` on dictionary columns: an AND of per-value bitsets. */
+  | { readonly kind: 'lookup'; readonly terms: ReadonlyArray<{ readonly field: string; readonly values: readonly string[] }> }
   /** Positions [start, end) of the field's sorted permutation (range conjuncts, binary-searched). */
   | { readonly kind: 'range'; readonly field: string; readonly start: number; readonly end: number };
 
@@ -108,8 +110,35 @@ export function describeSource(s: CandidateSource, size: number | null): string 
     case 'geo':
       return `kd-tree ${s.node.field.name} within ${s.node.meters} m of (${s.node.lon} ${s.node.lat})${n}`;
     case 'lookup':
-      return `lookup ${s.field} in (${s.values.map((v) => `'${v}'`).join(',')})${n}`;
+      return `lookup ${s.terms.map((t) => `${t.field} in (${t.values.map((v) => `'${v}'`).join(',')})`).join(' and ')} (value bitsets)${n}`;
     case 'range':
       return `range of ${s.field} (sorted permutation, ${s.end - s.start} rows)`;
   }
+}
+
+/** The top-level conjuncts a candidate source answers exactly (left out of the residual filter). */
+export function answeredBy(source: CandidateSource, top: readonly Bound[]): Set<Bound> {
+  switch (source.kind) {
+    case 'scan':
+      return new Set();
+    case 'search':
+    case 'geo':
+      return new Set([source.node]);
+    case 'lookup': {
+      const fields = new Set(source.terms.map((t) => t.field));
+      return new Set(top.filter((e) => {
+        const l = lookupOf(e);
+        return l !== null && fields.has(l.field);
+      }));
+    }
+    case 'range':
+      return new Set(top.filter((e) => e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.left.field.name === source.field && e.right.kind === 'const' && typeof e.right.value === 'number'));
+  }
+}
+
+/** `a and b and ...` of the given conjuncts, or null for none. */
+export function andOf(parts: readonly Bound[]): Bound | null {
+  let out: Bound | null = null;
+  for (const e of parts) out = out === null ? e : { kind: 'and', type: 'boolean', left: out, right: e };
+  return out;
 }

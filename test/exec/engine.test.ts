@@ -249,6 +249,18 @@ describe('visibility', () => {
   });
 });
 
+describe('counting with value bitsets', () => {
+  it.each([undefined, ['NWMLS'], ['HAR', 'NWMLS'], []])('counts Active Residential in one city with sources %j', (sources) => {
+    const q = "$filter=StandardStatus eq 'Active' and PropertyType in ('Residential','Residential Lease') and City eq 'Seattle'";
+    const want = naive.query(parseQuery(q).filter, [], (r) => sources === undefined || sources.includes(r.OriginatingSystemName as string));
+    const got = engine.query('Property', `${q}&$count=true&$top=0`, { sources: sources ?? undefined });
+    expect(got['@odata.count']).toBe(want.length);
+    expect(got.value).toEqual([]);
+    expect(engine.explain('Property', `${q}&$count=true&$top=0`)).toContain('lookup StandardStatus');
+    if (sources?.length === 1) expect(want.length).toBeGreaterThan(3);
+  });
+});
+
 describe('the plan', () => {
   it('uses the index that is the point', () => {
     expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain('candidates: lookup StandardStatus');
