@@ -1,7 +1,8 @@
 /**
  * Access structures over a table, built on first use and kept (tables are immutable): the rank of
  * each row's key (the final tie-break of every order), sorted permutations of sortable numeric
- * columns (ordered walks for `$orderby X&$top=k`), row lists per dictionary code (equality), and
+ * columns (ordered walks for `$orderby X&$top=k`, range candidates),
+ * per-value bitsets of dictionary columns (equality and `in`), and
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
 import { getBit } from '../store/bits.js';
@@ -13,7 +14,6 @@ import { buildSearchIndexes, type SearchIndexes } from '../search/indexes.js';
 export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
   private readonly sorted = new Map<string, Uint32Array>();
-  private readonly byCode = new Map<string, { offsets: Uint32Array; rows: Uint32Array }>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
 
@@ -82,23 +82,6 @@ export class TableAccess {
     return bits;
   }
 
-  /** Rows holding each dictionary code (CSR), for equality and `in` on lookup fields. */
-  rowsByCode(field: string): { offsets: Uint32Array; rows: Uint32Array } | null {
-    let idx = this.byCode.get(field);
-    if (idx) return idx;
-    const c = this.table.column(field);
-    if (!c || c.kind !== 'dictionary') return null;
-    const { codes, dictionary } = c;
-    const offsets = new Uint32Array(dictionary.length + 1);
-    for (let r = 0; r < codes.length; r++) offsets[codes[r] + 1]++;
-    for (let i = 0; i < dictionary.length; i++) offsets[i + 1] += offsets[i];
-    const next = offsets.slice(0, dictionary.length);
-    const rows = new Uint32Array(codes.length);
-    for (let r = 0; r < codes.length; r++) rows[next[codes[r]]++] = r;
-    idx = { offsets, rows };
-    this.byCode.set(field, idx);
-    return idx;
-  }
 }
 
 export class StoreAccess {
