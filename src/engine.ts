@@ -211,6 +211,10 @@ export class Engine {
           lookups.push(l);
           lookupSize = Math.min(lookupSize, size);
         }
+        if (e.kind === 'compare' && e.op === 'eq' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'string') {
+          const rows = access.textRows(e.left.field.name, e.right.value);
+          if (rows) consider({ kind: 'text', node: e, field: e.left.field.name, value: e.right.value }, rows.length);
+        }
         // A range on a numeric column: the slice of its sorted permutation (binary search).
         const field = e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number' ? e.left.field.name : null;
         const perm = field ? access.sortedBy(field) : null;
@@ -360,6 +364,8 @@ export class Engine {
         }
         return Uint32Array.from(out);
       }
+      case 'text':
+        return Uint32Array.from(p.access.textRows(s.field, s.value)!.filter(accept));
       case 'range': {
         const perm = p.access.sortedBy(s.field)!;
         for (let i = s.start; i < s.end; i++) if (accept(perm[i])) out.push(perm[i]);

@@ -16,6 +16,7 @@ export class TableAccess {
   private readonly sorted = new Map<string, Uint32Array>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
+  private readonly textIndexes = new Map<string, Map<string, number | number[]>>();
 
   constructor(readonly table: Table) {}
 
@@ -54,6 +55,35 @@ export class TableAccess {
     });
     this.sorted.set(field, perm);
     return perm;
+  }
+
+  /**
+   * Rows whose text column equals `value` (ascending): the key through the table's key index,
+   * other text fields (ListingId, ...) through a hash map built on first use. Null when the field
+   * is not a text column.
+   */
+  textRows(field: string, value: string): number[] | null {
+    const c = this.table.column(field);
+    if (!c || c.kind !== 'text') return null;
+    if (field === this.table.schema.key) {
+      const row = this.table.rowOfKey(value);
+      return row < 0 ? [] : [row];
+    }
+    let index = this.textIndexes.get(field);
+    if (!index) {
+      index = new Map();
+      for (let r = 0; r < this.table.rowCount; r++) {
+        const v = c.get(r);
+        if (v === null) continue;
+        const had = index.get(v);
+        if (had === undefined) index.set(v, r);
+        else if (typeof had === 'number') index.set(v, [had, r]);
+        else had.push(r);
+      }
+      this.textIndexes.set(field, index);
+    }
+    const hit = index.get(value);
+    return hit === undefined ? [] : typeof hit === 'number' ? [hit] : hit;
   }
 
   /** How many rows hold each code of a dictionary column (index 0: nulls). */

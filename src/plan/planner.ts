@@ -6,6 +6,7 @@
  * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
  * - `lookup`: top-level `Field eq 'v'` / `Field in (...)` on dictionary columns (an AND of
  *   per-value bitsets, each built on first use);
+ * - `text`: `TextField eq 'v'` (the key index, or a hash of the column built on first use);
  * - `range`: top-level comparisons of a numeric column with constants (a binary-searched slice of
  *   the column's sorted permutation, built on first use);
  * - `scan`: every row.
@@ -24,6 +25,8 @@ export type CandidateSource =
   | { readonly kind: 'geo'; readonly node: Extract<Bound, { kind: 'geo' }> }
   /** Conjunction of `Field eq 'v'` / `Field in (...)` on dictionary columns: an AND of per-value bitsets. */
   | { readonly kind: 'lookup'; readonly terms: ReadonlyArray<{ readonly field: string; readonly values: readonly string[] }> }
+  /** `TextField eq 'v'` through the key index or a hash of the text column. */
+  | { readonly kind: 'text'; readonly node: Bound; readonly field: string; readonly value: string }
   /** Positions [start, end) of the field's sorted permutation (range conjuncts, binary-searched). */
   | { readonly kind: 'range'; readonly field: string; readonly start: number; readonly end: number };
 
@@ -113,6 +116,8 @@ export function describeSource(s: CandidateSource, size: number | null): string 
       return `lookup ${s.terms.map((t) => `${t.field} in (${t.values.map((v) => `'${v}'`).join(',')})`).join(' and ')} (value bitsets)${n}`;
     case 'range':
       return `range of ${s.field} (sorted permutation, ${s.end - s.start} rows)`;
+    case 'text':
+      return `hash lookup ${s.field} eq '${s.value}'${n}`;
   }
 }
 
@@ -123,6 +128,7 @@ export function answeredBy(source: CandidateSource, top: readonly Bound[]): Set<
       return new Set();
     case 'search':
     case 'geo':
+    case 'text':
       return new Set([source.node]);
     case 'lookup': {
       const fields = new Set(source.terms.map((t) => t.field));

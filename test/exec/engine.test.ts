@@ -78,6 +78,10 @@ describe('filters agree with the naive reference on the default data set', () =>
     "not search.text(KeywordSearchText,'pool')",
     "search.text(KeywordSearchText,'quartz spa view',2)",
     'null eq null',
+    `ListingId eq '${records[77].ListingId as string}'`,
+    "ListingKey eq 'P000000005' or ListingKey eq 'P000000009'",
+    "ListingKey eq 'P000000005' and ListPrice gt 0",
+    "UnparsedAddress eq 'no such address'",
     "(StandardStatus eq 'Closed' or StandardStatus eq 'Expired') and not (City eq 'Houston')",
   ];
   it.each(cases)('%s', (filter) => {
@@ -273,6 +277,8 @@ describe('the plan', () => {
     expect(engine.explain('Property', "$filter=contains(City,'a')&$count=true")).toContain('candidates: scan');
     expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('top-k heap');
     expect(engine.explain('Property', '', { sources: ['HAR'] })).toContain('visibility: sources HAR');
+    expect(engine.explain('Property', `$filter=ListingId eq '${records[3].ListingId as string}'&$select=ListingKey`)).toContain('hash lookup ListingId');
+    expect(engine.explain('Property', "$filter=ListingKey eq 'P000000005' and StandardStatus eq 'Active'")).toContain('hash lookup ListingKey');
   });
 });
 
