@@ -254,6 +254,17 @@ describe('expansions agree with the naive reference on the default data set', ()
     }
   });
 
+  it('the nextLink repeats the expansions with their nested options', () => {
+    const q = "$select=ListingKey&$expand=Media($select=Order;$filter=MediaCategory eq 'Photo';$orderby=Order desc;$top=1),PreferredMedia($select=MediaKey)";
+    const first = engine.query('Property', q);
+    const link = first['@odata.nextLink']!;
+    const next = engine.query('Property', decodeURIComponent(link.slice(link.indexOf('?') + 1)));
+    expect(next.value).toEqual(engine.query('Property', `${q}&$skip=10`).value);
+    expect((next.value[0].Media as Rec[])[0]).toEqual(ref.expand(next.value[0].ListingKey as string, {
+      nav: 'Media', select: ['Order'], filter: (r) => r.MediaCategory === 'Photo', orderby: [[(r) => r.Order ?? null, true]], top: 1,
+    }, false)[0]);
+  });
+
   it('only children of visible listings, whatever the filter or page', () => {
     const properties = readJsonl('Property');
     const sourceOf = new Map(properties.map((p) => [p.ListingKey as string, p.OriginatingSystemName as string]));
