@@ -1,8 +1,10 @@
 /**
  * Loading a data directory into the column store: listings per second and the bytes the store
  * retains per listing (V8 heap plus array buffers, measured around a forced GC), beside the JSON
- * bytes per listing of the files. Baseline (at 100k and below): a naive store that keeps every
- * record as a parsed JavaScript object (readline + JSON.parse).
+ * bytes per listing of the files. Two loads: the default one (Media in a worker thread beside
+ * Property) for speed, and a one-thread load for speed and memory (buffers a worker allocated and
+ * transferred are not counted in this thread's `arrayBuffers`). Baseline (at 100k and below): a
+ * naive store that keeps every record as a parsed JavaScript object (readline + JSON.parse).
  *
  * Data: bench/.cache/bench-<size>/ (generated on first use, see data.ts). RESO_BENCH_DATA may name
  * an existing data directory; it is used for the size equal to its number of listings.
@@ -63,11 +65,12 @@ function indexBytes(store: Store): number {
   return n;
 }
 
-async function measureStore(dir: string, size: number, jsonBytes: number, options: BenchOptions): Promise<BenchRow> {
+async function measureStore(dir: string, size: number, jsonBytes: number, parallel: boolean, options: BenchOptions): Promise<BenchRow> {
   const before = retained();
   const started = performance.now();
   let lastLog = started;
   const store = await loadDataDirectory(dir, {
+    parallel,
     onProgress: (p) => {
       const now = performance.now();
       if (now - lastLog > 5000) {
@@ -83,9 +86,17 @@ async function measureStore(dir: string, size: number, jsonBytes: number, option
   const heap = after.heap - before.heap;
   const buffers = after.arrayBuffers - before.arrayBuffers;
   const indexes = indexBytes(store);
+  if (parallel) {
+    return {
+      bench: 'load',
+      task: `column store, Media in a worker, ${size.toLocaleString('en-US')} listings`,
+      metrics: { listingsPerSec: n / seconds, jsonMBPerSec: jsonBytes / 1e6 / seconds, seconds, storeBytesPerListing: store.byteLength / n },
+      note: store.report.parallel ? 'Media loaded in a worker thread' : 'worker not used (fell back to one thread)',
+    };
+  }
   return {
     bench: 'load',
-    task: `column store, ${size.toLocaleString('en-US')} listings`,
+    task: `column store, one thread, ${size.toLocaleString('en-US')} listings`,
     metrics: {
       listingsPerSec: n / seconds,
       jsonMBPerSec: jsonBytes / 1e6 / seconds,
@@ -133,7 +144,9 @@ const bench: BenchFile = {
       const dir = await dataFor(size, options.log);
       const jsonBytes = FILES.reduce((sum, f) => sum + (existsSync(path.join(dir, f)) ? statSync(path.join(dir, f)).size : 0), 0);
       options.log(`loading ${size.toLocaleString('en-US')} listings (${(jsonBytes / 1e9).toFixed(2)} GB of JSON Lines)`);
-      rows.push(await measureStore(dir, size, jsonBytes, options));
+      rows.push(await measureStore(dir, size, jsonBytes, true, options));
+      options.log('again on one thread, for memory');
+      rows.push(await measureStore(dir, size, jsonBytes, false, options));
       if (size <= 100_000) {
         options.log('baseline: JSON.parse into objects');
         rows.push(await measureNaive(dir, size, jsonBytes));

@@ -12,6 +12,12 @@ export interface ByteStore {
   readonly offsets: Uint32Array;
 }
 
+export interface ByteIndexState {
+  readonly table: Int32Array;
+  readonly mask: number;
+  readonly size: number;
+}
+
 export class ByteIndex {
   /**
    * Open addressing with linear probing; slot i is table[2i] = entry + 1 (0 when empty) and
@@ -68,6 +74,19 @@ export class ByteIndex {
   findString(text: string): number {
     const end = encodeScratch(text);
     return this.find(scratch, 0, end, hashBytes(scratch, 0, end));
+  }
+
+  /** The index's arrays, to rebuild it in another thread over the same entries (transfer.ts). */
+  get state(): ByteIndexState {
+    return { table: this.table, mask: this.mask, size: this.size };
+  }
+
+  static fromState(store: ByteStore, state: ByteIndexState): ByteIndex {
+    const index = new ByteIndex(store);
+    index.table = state.table;
+    index.mask = state.mask;
+    index.size = state.size;
+    return index;
   }
 
   /** Points the index at another store holding the same entries (a builder's frozen column). */

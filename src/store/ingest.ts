@@ -233,6 +233,13 @@ export class SkipLog {
     this.byCode[err.code] = (this.byCode[err.code] ?? 0) + 1;
     if (this.samples.length < this.maxSamples) this.samples.push(err.toJSON());
   }
+
+  /** Appends another log (a later resource's). */
+  merge(other: { readonly total: number; readonly byCode: Readonly<Record<string, number>>; readonly samples: readonly DataErrorInfo[] }): void {
+    this.total += other.total;
+    for (const [code, n] of Object.entries(other.byCode)) this.byCode[code] = (this.byCode[code] ?? 0) + n;
+    for (const s of other.samples) if (this.samples.length < this.maxSamples) this.samples.push(s);
+  }
 }
 
 export interface IngestOptions {
@@ -242,6 +249,11 @@ export interface IngestOptions {
   readonly now: () => number;
   /** The loaded Property table, for child resources. */
   readonly parent?: Table;
+  /**
+   * Child resources without `parent`: keep the link field as text, to be resolved against
+   * Property later (a worker thread loading Media while the main thread loads Property).
+   */
+  readonly deferParent?: boolean;
   /** False sends every record through JSON.parse and the generic path (tests compare both). */
   readonly fastPath?: boolean;
 }
@@ -299,8 +311,8 @@ export class TableBuilder {
     this.file = `${resource} records`;
     this.fast = options.fastPath !== false;
     this.strict = !options.skipBadRecords;
-    if (this.def.parent && !options.parent) throw new Error(`${resource} records need the Property table to link to`);
-    this.parent = this.def.parent ? options.parent! : null;
+    if (this.def.parent && !options.parent && !options.deferParent) throw new Error(`${resource} records need the Property table to link to`);
+    this.parent = this.def.parent && options.parent ? options.parent : null;
     this.condBytes = this.def.parent?.when ? Buffer.from(this.def.parent.when.equals) : null;
     for (const def of this.def.fields) {
       const role = def.key ? R_KEY : def.name === this.def.parent?.field ? R_LINK : def.name === this.def.parent?.when?.field ? R_COND : R_NONE;

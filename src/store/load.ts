@@ -5,12 +5,16 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
-import { DataError } from './errors.js';
+import { DataError, type DataErrorInfo } from './errors.js';
 import { SkipLog, TableBuilder, type LocalFieldInfo } from './ingest.js';
+import { linkToParent } from './link.js';
+import { WORKER_KIND, type ChildDone, type ChildJob, type ChildMessage } from './load-worker.js';
+import { unpackTable } from './transfer.js';
 import { readRecords, type FileFormat } from './read.js';
 import { Store, type ResourceLoadReport } from './store.js';
 import type { Table } from './table.js';
@@ -35,8 +39,16 @@ export interface LoadOptions {
 }
 
 export interface LoadDirectoryOptions extends LoadOptions {
-  /** Called after each chunk read (about every MiB). */
+  /**
+   * Called after each chunk read (about every MiB). With parallel loading, Media's progress
+   * arrives interleaved with the other files'.
+   */
   readonly onProgress?: (progress: LoadProgress) => void;
+  /**
+   * Load Media in a worker thread beside Property: true forces it, false never; by default it is
+   * used for Media files of 32 MiB and more (8 MiB gzip-compressed).
+   */
+  readonly parallel?: boolean;
 }
 
 export interface RecordsInput {
@@ -69,7 +81,7 @@ function clockOf(now: LoadOptions['now']): () => number {
 }
 
 /** The data file of a resource in `dir`, or null; two candidates are an error. */
-function findDataFile(dir: string, resource: ResourceName, names: ReadonlySet<string>): { file: string; format: FileFormat; gzip: boolean } | null {
+function findDataFile(dir: string, resource: ResourceName, names: ReadonlySet<string>): DataFile | null {
   const found = EXTENSIONS.filter(([ext]) => names.has(resource + ext));
   if (found.length > 1) {
     throw new DataError({
@@ -82,74 +94,63 @@ function findDataFile(dir: string, resource: ResourceName, names: ReadonlySet<st
   return { file: path.join(dir, resource + ext), format, gzip };
 }
 
+interface DataFile {
+  readonly file: string;
+  readonly format: FileFormat;
+  readonly gzip: boolean;
+}
+
+/** What one resource contributes to the load report. */
+interface ResourcePart {
+  readonly report: ResourceLoadReport;
+  readonly skipLog: { readonly total: number; readonly byCode: Readonly<Record<string, number>>; readonly samples: readonly DataErrorInfo[] };
+  readonly localFields: readonly LocalFieldInfo[];
+}
+
 class Loader {
-  readonly skipLog = new SkipLog();
   readonly tables = {} as Record<ResourceName, Table>;
-  readonly reports = {} as Record<ResourceName, ResourceLoadReport>;
-  readonly localFields: LocalFieldInfo[] = [];
+  private readonly parts = {} as Record<ResourceName, ResourcePart>;
+  private readonly logs = new Map<TableBuilder, SkipLog>();
   readonly now: () => number;
   bytesRead = 0;
+  parallel = false;
 
-  constructor(private readonly options: LoadOptions) {
+  constructor(private readonly options: LoadDirectoryOptions) {
     this.now = clockOf(options.now);
   }
 
   builder(resource: ResourceName, file: string | null): TableBuilder {
+    const skipLog = new SkipLog();
     const b = new TableBuilder(resource, {
       skipBadRecords: this.options.skipBadRecords === true,
-      skipLog: this.skipLog,
+      skipLog,
       now: this.now,
       parent: resource === 'Property' ? undefined : this.tables.Property,
       fastPath: this.options.fastPath,
     });
+    this.logs.set(b, skipLog);
     if (file !== null) b.file = file;
     return b;
   }
 
   finish(b: TableBuilder, file: string | null): void {
     const table = b.finish();
-    this.tables[b.resource] = table;
-    this.reports[b.resource] = { file, records: table.rowCount, skipped: b.skipped, ignoredFields: b.ignoredFields() };
-    this.localFields.push(...b.localFields());
+    this.adopt(b.resource, table, {
+      report: { file, records: table.rowCount, skipped: b.skipped, ignoredFields: b.ignoredFields() },
+      skipLog: this.logs.get(b)!,
+      localFields: b.localFields(),
+    });
   }
 
-  store(accounts: unknown, profiles: unknown): Store {
-    const parentCount = this.tables.Property.rowCount;
-    const children = {} as Record<ChildResourceName, ChildIndex>;
-    for (const r of CHILD_RESOURCES) {
-      const def = CATALOG[r];
-      children[r] = buildChildIndex(this.tables[r], parentCount, def.parent!.field, def.childOrder);
-    }
-    const report = {
-      resources: this.reports,
-      skipped: { total: this.skipLog.total, byCode: this.skipLog.byCode, samples: this.skipLog.samples },
-      localFields: this.localFields,
-      bytesRead: this.bytesRead,
-    };
-    return new Store(this.tables, children, report, accounts, profiles, this.now);
+  adopt(resource: ResourceName, table: Table, part: ResourcePart): void {
+    this.tables[resource] = table;
+    this.parts[resource] = part;
   }
-}
 
-/**
- * Loads a data directory: Property, Media, OpenHouse and PropertyChange records (.jsonl,
- * .jsonl.gz, .json or .json.gz; only Property is required), accounts.json and mls_profiles.json
- * (optional). Files are streamed, never read whole.
- */
-export async function loadDataDirectory(dir: string, options: LoadDirectoryOptions = {}): Promise<Store> {
-  let names: Set<string>;
-  try {
-    names = new Set(readdirSync(dir));
-  } catch (err) {
-    throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: `cannot read the data directory (${(err as Error).message})` });
-  }
-  const loader = new Loader(options);
-  const files = RESOURCE_NAMES.map((r) => [r, findDataFile(dir, r, names)] as const);
-  if (files[0][1] === null) {
-    throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: 'the data directory has no Property.jsonl (or .jsonl.gz, .json, .json.gz)' });
-  }
-  for (const [resource, found] of files) {
+  /** Loads one resource's file (or nothing, for an absent file) on this thread. */
+  async loadFile(resource: ResourceName, found: DataFile | null): Promise<void> {
     const label = found ? path.basename(found.file) : null;
-    const b = loader.builder(resource, label);
+    const b = this.builder(resource, label);
     if (found) {
       const bytesTotal = statSync(found.file).size;
       let bytesRead = 0;
@@ -167,14 +168,153 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
               reserved = true;
               b.reserve(Math.ceil((bytesTotal / n) * b.rowCount * 1.02));
             }
-            options.onProgress?.({ resource, file: label!, bytesRead: n, bytesTotal, records: b.rowCount });
+            this.options.onProgress?.({ resource, file: label!, bytesRead: n, bytesTotal, records: b.rowCount });
           },
         },
         (src, s, e, line) => b.addBytes(src, s, e, line),
       );
-      loader.bytesRead += bytesRead;
+      this.bytesRead += bytesRead;
     }
-    loader.finish(b, label);
+    this.finish(b, label);
+  }
+
+  /** Every resource's part of the report, merged in resource order (as a sequential load would). */
+  store(accounts: unknown, profiles: unknown): Store {
+    const parentCount = this.tables.Property.rowCount;
+    const children = {} as Record<ChildResourceName, ChildIndex>;
+    for (const r of CHILD_RESOURCES) {
+      const def = CATALOG[r];
+      children[r] = buildChildIndex(this.tables[r], parentCount, def.parent!.field, def.childOrder);
+    }
+    const resources = {} as Record<ResourceName, ResourceLoadReport>;
+    const skipped = new SkipLog();
+    const localFields: LocalFieldInfo[] = [];
+    for (const r of RESOURCE_NAMES) {
+      const part = this.parts[r];
+      resources[r] = part.report;
+      skipped.merge(part.skipLog);
+      localFields.push(...part.localFields);
+    }
+    const report = {
+      resources,
+      skipped: { total: skipped.total, byCode: skipped.byCode, samples: skipped.samples },
+      localFields,
+      bytesRead: this.bytesRead,
+      parallel: this.parallel,
+    };
+    return new Store(this.tables, children, report, accounts, profiles, this.now);
+  }
+}
+
+/** Media files at least this large load in a worker thread beside Property (see ChildWorker). */
+const PARALLEL_BYTES = 32 << 20;
+
+/**
+ * Media, about two thirds of a data set's bytes, loads in a worker thread while this thread loads
+ * Property, OpenHouse and PropertyChange; its parent links are resolved when both are done. When
+ * the worker meets anything but clean data (a bad record in strict mode, a child without its
+ * listing) or cannot start, Media is loaded again on this thread, so errors, skipped records and
+ * the resulting store are exactly those of a sequential load.
+ */
+class ChildWorker {
+  readonly result: Promise<ChildDone | null>;
+  private readonly worker: Worker | null;
+
+  constructor(job: ChildJob, onProgress: (m: { bytesRead: number; records: number }) => void) {
+    let worker: Worker | null = null;
+    try {
+      if (import.meta.url.endsWith('.ts')) {
+        // Running from TypeScript sources (tests, benchmarks under tsx): the worker registers the
+        // tsx loader before importing its module.
+        const target = new URL('./load-worker.ts', import.meta.url).href;
+        const tsx = import.meta.resolve('tsx/esm/api');
+        const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(target)}); });`;
+        worker = new Worker(boot, { eval: true, workerData: job });
+      } else {
+        worker = new Worker(new URL('./load-worker.js', import.meta.url), { workerData: job });
+      }
+    } catch {
+      worker = null;
+    }
+    this.worker = worker;
+    this.result = new Promise((resolve) => {
+      if (worker === null) return resolve(null);
+      worker.on('message', (m: ChildMessage) => {
+        if (m.type === 'progress') onProgress(m);
+        else resolve(m.type === 'done' ? m : null);
+      });
+      worker.on('error', () => resolve(null));
+      worker.on('exit', () => resolve(null));
+    });
+  }
+
+  terminate(): void {
+    void this.worker?.terminate();
+  }
+}
+
+/**
+ * Loads a data directory: Property, Media, OpenHouse and PropertyChange records (.jsonl,
+ * .jsonl.gz, .json or .json.gz; only Property is required), accounts.json and mls_profiles.json
+ * (optional). Files are streamed, never read whole.
+ */
+export async function loadDataDirectory(dir: string, options: LoadDirectoryOptions = {}): Promise<Store> {
+  let names: Set<string>;
+  try {
+    names = new Set(readdirSync(dir));
+  } catch (err) {
+    throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: `cannot read the data directory (${(err as Error).message})` });
+  }
+  const files = {} as Record<ResourceName, DataFile | null>;
+  for (const r of RESOURCE_NAMES) files[r] = findDataFile(dir, r, names);
+  if (files.Property === null) {
+    throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: 'the data directory has no Property.jsonl (or .jsonl.gz, .json, .json.gz)' });
+  }
+  const loader = new Loader(options);
+  const media = files.Media;
+  const mediaBytes = media ? statSync(media.file).size : 0;
+  const parallel = media !== null && (options.parallel ?? mediaBytes >= (media.gzip ? PARALLEL_BYTES / 4 : PARALLEL_BYTES));
+  const label = media ? path.basename(media.file) : '';
+  const worker = parallel
+    ? new ChildWorker(
+        {
+          kind: WORKER_KIND, resource: 'Media', file: media!.file, label, format: media!.format, gzip: media!.gzip, bytesTotal: mediaBytes,
+          skipBadRecords: options.skipBadRecords === true, fastPath: options.fastPath,
+        },
+        (m) => options.onProgress?.({ resource: 'Media', file: label, bytesRead: m.bytesRead, bytesTotal: mediaBytes, records: m.records }),
+      )
+    : null;
+  try {
+    await loader.loadFile('Property', files.Property);
+    if (worker === null) {
+      for (const r of CHILD_RESOURCES) await loader.loadFile(r, files[r]);
+    } else {
+      // OpenHouse and PropertyChange while the worker loads Media; an error of theirs is thrown
+      // only after Media, whose errors come first in a sequential load.
+      let deferred: unknown = null;
+      try {
+        await loader.loadFile('OpenHouse', files.OpenHouse);
+        await loader.loadFile('PropertyChange', files.PropertyChange);
+      } catch (err) {
+        deferred = err;
+      }
+      const done = await worker.result;
+      const linked = done ? linkToParent(unpackTable(done.table, loader.now), loader.tables.Property) : null;
+      if (done !== null && linked !== null) {
+        loader.adopt('Media', linked, {
+          report: { file: label, records: linked.rowCount, skipped: done.skipped, ignoredFields: done.ignoredFields },
+          skipLog: done.skipLog,
+          localFields: done.localFields,
+        });
+        loader.bytesRead += done.bytesRead;
+        loader.parallel = true;
+      } else {
+        await loader.loadFile('Media', media);
+      }
+      if (deferred !== null) throw deferred;
+    }
+  } finally {
+    worker?.terminate();
   }
   const accounts = readConfig(dir, 'accounts.json', checkAccounts);
   const profiles = readConfig(dir, 'mls_profiles.json', checkProfiles);

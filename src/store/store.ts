@@ -32,6 +32,8 @@ export interface LoadReport {
   readonly localFields: readonly LocalFieldInfo[];
   /** Bytes of the data files read (compressed bytes for .gz). */
   readonly bytesRead: number;
+  /** Whether Media was loaded in a worker thread beside Property (LoadDirectoryOptions.parallel). */
+  readonly parallel: boolean;
 }
 
 export interface DerivedFields {

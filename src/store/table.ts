@@ -21,7 +21,8 @@ export class Table {
     readonly schema: TableSchema,
     /** Aligned with schema.fields. */
     readonly columns: readonly Column[],
-    private readonly keyIndex: ByteIndex,
+    /** @internal The key index (transfer.ts moves it between threads). */
+    readonly keyIndex: ByteIndex,
     readonly rowCount: number,
     /** The engine's clock (epoch ms), for DaysOnMarket when no `now` is passed. */
     readonly clock: () => number,
@@ -67,6 +68,15 @@ export class Table {
     }
     if (fields !== undefined) for (const f of fields) if (this.schema.indexOf(f) < 0) put(out, f, null);
     return out;
+  }
+
+  /** The same segment with one column replaced (the loader resolving a child's parent link). */
+  withColumn(field: string, column: Column): Table {
+    const i = this.schema.indexOf(field);
+    if (i < 0) throw new Error(`${this.resource} has no field ${field}`);
+    const columns = this.columns.slice();
+    columns[i] = column;
+    return new Table(this.resource, this.schema, columns, this.keyIndex, this.rowCount, this.clock);
   }
 
   /** The row of a key, or -1. */

@@ -184,6 +184,51 @@ describe('strict mode: the first bad line fails the load with file, line, field 
   });
 });
 
+describe('parallel loading (Media in a worker thread)', () => {
+  const property = jsonl([listing('A'), listing('B')]);
+  const media = (rows: Array<Record<string, unknown>>): string => jsonl(rows.map((r, i) => ({ MediaKey: `M${i}`, ResourceName: 'Property', ResourceRecordKey: 'A', Order: i, ...r })));
+
+  it('reports the same first error as a sequential load', async () => {
+    const cases: Array<Record<string, string>> = [
+      // Media's orphan (line 2) comes before its bad value (line 3).
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { ResourceRecordKey: 'Q' }, { Order: 'x' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 1.5 }]) },
+      // Errors in Media and OpenHouse: Media's is reported, as sequential loading reads it first.
+      { 'Property.jsonl': property, 'Media.jsonl': media([{ ResourceRecordKey: 'Q' }]), 'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}]), 'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }]) },
+      // A Property error stops the load before anything else.
+      { 'Property.jsonl': `${property}{"ListingKey": 1}\n`, 'Media.jsonl': media([{ Order: 'x' }]) },
+    ];
+    for (const files of cases) {
+      const d = dataDir(files);
+      const sequential = await loadDataDirectory(d, { parallel: false }).catch((e: unknown) => e as DataError);
+      const parallel = await loadDataDirectory(d, { parallel: true }).catch((e: unknown) => e as DataError);
+      expect(sequential).toBeInstanceOf(DataError);
+      expect((parallel as DataError).toJSON()).toEqual((sequential as DataError).toJSON());
+    }
+  });
+
+  it('skips and reports exactly as a sequential load', async () => {
+    const d = dataDir({
+      'Property.jsonl': property,
+      'Media.jsonl': media([{}, { ResourceRecordKey: 'Q' }, { Order: 'x' }, { ResourceName: 'Member', ResourceRecordKey: 'X1' }, { X_Local: 3 }]),
+      'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }, { OpenHouseKey: 'P', ListingKey: 'B' }]),
+    });
+    for (const clean of [false, true]) {
+      const dir = clean ? dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) }) : d;
+      const sequential = await loadDataDirectory(dir, { parallel: false, skipBadRecords: true });
+      const parallel = await loadDataDirectory(dir, { parallel: true, skipBadRecords: true });
+      // With an orphan the worker's result is discarded and Media loaded again on the main thread.
+      expect(parallel.report.parallel).toBe(clean);
+      expect({ ...parallel.report, parallel: false }).toEqual(sequential.report);
+      for (const t of ['Property', 'Media', 'OpenHouse'] as const) {
+        const rows = (s: typeof sequential) => [...Array(s.table(t).rowCount).keys()].map((r) => s.table(t).record(r, undefined, 0));
+        expect(rows(parallel)).toEqual(rows(sequential));
+      }
+    }
+  });
+});
+
 describe('skip mode', () => {
   it('skips bad records, counts them by reason and loads the rest', async () => {
     const property = [

@@ -140,6 +140,15 @@ describe('input paths and formats', () => {
     expect(dump(generic)).toEqual(dump(store));
   });
 
+  it('loading Media in a worker thread gives the same store and report', async () => {
+    const parallel = await loadDataDirectory(dir, { parallel: true });
+    expect(parallel.report.parallel).toBe(true);
+    expect(store.report.parallel).toBe(false);
+    expect(dump(parallel)).toEqual(dump(store));
+    expect({ ...parallel.report, parallel: false }).toEqual(store.report);
+    expect([...parallel.children.Media.rows]).toEqual([...store.children.Media.rows]);
+  });
+
   it('in-memory records give the same store as the files', () => {
     const s = loadRecords(inputsOf(listings));
     expect(dump(s)).toEqual(dump(store));
