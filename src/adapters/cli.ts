@@ -4,13 +4,28 @@
  * errors are one line on stderr and exit code 2 (usage) or 1 (failure), never a stack trace.
  */
 import { parseArgs } from 'node:util';
-import { generateDataset, DEFAULT_REFERENCE } from '../generate/dataset.js';
+import { Engine, DEFAULT_DATA_DIR, type QueryResource } from '../engine.js';
+import { QueryError } from '../errors.js';
+import { generateDataset, DEFAULT_REFERENCE, DEMO_ACCOUNTS } from '../generate/dataset.js';
+import { Accounts } from '../service/accounts.js';
+import { createHandler } from '../service/handler.js';
+import { serve } from './http.js';
 
 const USAGE = `Usage:
   reso-engine generate --listings N --seed S --out DIR [--reference ISO-INSTANT]
       Writes a deterministic data set (Property, Media, OpenHouse, PropertyChange as JSON Lines,
       accounts.json, mls_profiles.json). Same N, seed and reference give the same bytes.
       --reference defaults to ${DEFAULT_REFERENCE}; every timestamp lies before it.
+  reso-engine serve [--data DIR] [--port 8080] [--host 127.0.0.1] [--now ISO-INSTANT]
+                    [--public-base-url URL] [--token-lifetime SECONDS]
+      Serves the /v1 API (SERVICE.md §5) on the data set (default: the embedded one, with the demo
+      accounts) and prints the URL and the demo credentials. --now fixes the data clock
+      (DaysOnMarket, now(), current_year). Ctrl-C (SIGINT) or SIGTERM lets requests in flight
+      finish, then exits.
+  reso-engine query [--data DIR] [--resource Property|Media|OpenHouse] [--sources A,B]
+                    [--now ISO-INSTANT] [--pretty] '<query string>'
+      Runs one query (OData options, already percent-decoded, e.g. "$filter=City eq 'Tampa'&$top=5")
+      and prints the response envelope as JSON. Without --sources every source is visible.
   reso-engine help
 `;
 
@@ -54,13 +69,121 @@ function runGenerate(argv: string[]): void {
   );
 }
 
-function main(argv: string[]): number {
+function clockOption(now: string | undefined): (() => Date) | undefined {
+  if (now === undefined) return undefined;
+  const ms = Date.parse(now);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(now) || Number.isNaN(ms)) throw new UsageError(`--now takes an ISO 8601 instant such as 2025-06-01T00:00:00Z, got '${now}'`);
+  return () => new Date(ms);
+}
+
+function positiveInteger(text: string | undefined, name: string, min = 1): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min) throw new UsageError(`${name} takes an integer of at least ${min}, got '${text}'`);
+  return n;
+}
+
+async function runServe(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      data: { type: 'string' },
+      port: { type: 'string', default: '8080' },
+      host: { type: 'string', default: '127.0.0.1' },
+      now: { type: 'string' },
+      'public-base-url': { type: 'string' },
+      'token-lifetime': { type: 'string' },
+    },
+    strict: true,
+  });
+  const port = positiveInteger(values.port, '--port', 0)!;
+  if (port > 65535) throw new UsageError(`--port takes 0-65535, got ${port}`);
+  const now = clockOption(values.now);
+  const dataDir = values.data ?? DEFAULT_DATA_DIR;
+  process.stderr.write(`loading ${dataDir} ...\n`);
+  const engine = await Engine.open({ data: dataDir, now });
+  const handler = createHandler({
+    engine,
+    publicBaseUrl: values['public-base-url'],
+    tokenLifetimeSeconds: positiveInteger(values['token-lifetime'], '--token-lifetime'),
+  });
+  const server = await serve(handler, { port, host: values.host });
+  // the demo accounts this data set really has (checked against its password hashes)
+  const accounts = new Accounts(engine.store.accounts);
+  const demo: string[] = [];
+  for (const a of DEMO_ACCOUNTS) if (await accounts.verify(a.username, a.password)) demo.push(`  ${a.username} / ${a.password}  (sources: ${a.sources.join(', ')})`);
+  process.stdout.write(
+    `reso-engine: serving ${engine.store.Property.rowCount.toLocaleString('en-US')} listings at ${server.url}/v1/\n` +
+      (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
+      `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
+      'press Ctrl-C to stop\n',
+  );
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        process.stderr.write(`reso-engine: ${signal} again, exiting now\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      process.stderr.write(`reso-engine: ${signal}, finishing requests in flight ...\n`);
+      server.close().then(
+        () => {
+          process.stderr.write('reso-engine: stopped\n');
+          resolve(0);
+        },
+        (err: unknown) => {
+          process.stderr.write(`reso-engine: ${err instanceof Error ? err.message : String(err)}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+async function runQuery(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      data: { type: 'string' },
+      resource: { type: 'string', default: 'Property' },
+      sources: { type: 'string' },
+      now: { type: 'string' },
+      pretty: { type: 'boolean', default: false },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length > 1) throw new UsageError('query takes one query string (quote it)');
+  const resource = values.resource as QueryResource;
+  if (!['Property', 'Media', 'OpenHouse'].includes(resource)) throw new UsageError(`--resource takes Property, Media or OpenHouse, got '${values.resource}'`);
+  const engine = await Engine.open({ data: values.data ?? DEFAULT_DATA_DIR, now: clockOption(values.now) });
+  const sources = values.sources === undefined ? undefined : values.sources.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  try {
+    const result = engine.query(resource, positionals[0] ?? '', { sources });
+    process.stdout.write(`${JSON.stringify(result, null, values.pretty ? 2 : undefined)}\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof QueryError)) throw err;
+    const where = err.option === undefined ? '' : ` in ${err.option}${err.position === undefined ? '' : ` at ${err.position}`}`;
+    process.stderr.write(`reso-engine: ${err.code}${where}: ${err.message}\n`);
+    return 1;
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
       case 'generate':
         runGenerate(rest);
         return 0;
+      case 'serve':
+        return await runServe(rest);
+      case 'query':
+        return await runQuery(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -80,4 +203,4 @@ function main(argv: string[]): number {
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,92 @@
+/**
+ * `$metadata`: the loaded data set's schema as CSDL XML (OData 4.01), valid against the OASIS
+ * edmx.xsd/edm.xsd. It says exactly what the store holds: each table's fields in schema order
+ * (key first, `Nullable="false"`), RESO lookups annotated with their lookup name, the derived
+ * and local fields, the navigation properties Property expands to, and entity sets for the
+ * top-level resources. Search fields exist only inside search.text and are not declared.
+ */
+import type { Store } from '../store/store.js';
+import type { FieldDef, ResourceName } from '../schema/types.js';
+
+export const NAMESPACE = 'org.reso.metadata';
+/** The RESO annotation term for string lookups, declared in its own schema so the document stands alone. */
+const LOOKUP_TERM_NAMESPACE = 'RESO.OData.Metadata';
+
+const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse'];
+const NAVIGATION: ReadonlyArray<{ name: string; target: ResourceName; contained: boolean }> = [
+  { name: 'Media', target: 'Media', contained: false },
+  { name: 'OpenHouse', target: 'OpenHouse', contained: false },
+  { name: 'PreferredMedia', target: 'Media', contained: false },
+  // PropertyChange has no entity set of its own: its records are reached only through a listing
+  { name: 'PropertyChange', target: 'PropertyChange', contained: true },
+];
+
+/** OData SimpleIdentifier (CSDL): names that are not cannot be addressed and are left out. */
+const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]{0,127}$/u;
+
+const escapeXml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&apos;'));
+
+function lookupName(lookup: string): string {
+  const i = lookup.lastIndexOf('.');
+  return i < 0 ? lookup : lookup.slice(i + 1);
+}
+
+function propertyXml(f: FieldDef): string {
+  const type = f.collection ? `Collection(${f.type})` : f.type;
+  let attrs = `Name="${escapeXml(f.name)}" Type="${type}"`;
+  if (f.key) attrs += ' Nullable="false"';
+  if (f.type === 'Edm.Decimal') attrs += ' Scale="variable"';
+  if (f.type === 'Edm.GeographyPoint') attrs += ' SRID="4326"';
+  if (f.lookup === null) return `<Property ${attrs}/>`;
+  return `<Property ${attrs}><Annotation Term="${LOOKUP_TERM_NAMESPACE}.LookupName" String="${escapeXml(lookupName(f.lookup))}"/></Property>`;
+}
+
+export function metadataXml(store: Store): string {
+  const out: string[] = ['<?xml version="1.0" encoding="utf-8"?>'];
+  const line = (depth: number, text: string): void => {
+    out.push('  '.repeat(depth) + text);
+  };
+  line(0, '<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.01">');
+  line(1, '<edmx:DataServices>');
+  line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${LOOKUP_TERM_NAMESPACE}">`);
+  line(3, '<Term Name="LookupName" Type="Edm.String" AppliesTo="Property"/>');
+  line(2, '</Schema>');
+  line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${NAMESPACE}">`);
+  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange'] as const) {
+    const schema = store.table(resource).schema;
+    line(3, `<EntityType Name="${resource}">`);
+    line(4, `<Key><PropertyRef Name="${escapeXml(schema.key)}"/></Key>`);
+    for (const f of schema.fields) if (IDENTIFIER.test(f.name)) line(4, propertyXml(f));
+    if (resource === 'Property') {
+      for (const n of NAVIGATION) {
+        line(4, `<NavigationProperty Name="${n.name}" Type="Collection(${NAMESPACE}.${n.target})"${n.contained ? ' ContainsTarget="true"' : ''}/>`);
+      }
+    }
+    line(3, '</EntityType>');
+  }
+  line(3, '<EntityContainer Name="Default">');
+  for (const resource of TOP_LEVEL) {
+    const bindings = resource === 'Property' ? NAVIGATION.filter((n) => !n.contained) : [];
+    if (bindings.length === 0) {
+      line(4, `<EntitySet Name="${resource}" EntityType="${NAMESPACE}.${resource}"/>`);
+      continue;
+    }
+    line(4, `<EntitySet Name="${resource}" EntityType="${NAMESPACE}.${resource}">`);
+    for (const n of bindings) line(5, `<NavigationPropertyBinding Path="${n.name}" Target="${n.target}"/>`);
+    line(4, '</EntitySet>');
+  }
+  line(3, '</EntityContainer>');
+  line(2, '</Schema>');
+  line(1, '</edmx:DataServices>');
+  line(0, '</edmx:Edmx>');
+  return out.join('\n') + '\n';
+}
+
+/** The service document's entity sets. */
+export function serviceDocument(base: string): { '@odata.context': string; value: Array<{ name: string; kind: 'EntitySet'; url: string }> } {
+  return {
+    '@odata.context': `${base}/v1/listings/data/$metadata`,
+    value: TOP_LEVEL.map((name) => ({ name, kind: 'EntitySet' as const, url: name })),
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * Reading a request: the raw query string (size, then percent-decoding as form clients send it),
+ * the `Prefer` header, the body (capped), and the base URL absolute links are built from.
+ */
+import { ServiceError } from './errors.js';
+
+export interface Limits {
+  /** Raw (still percent-encoded) query string, in bytes; longer is a 414. */
+  readonly maxQueryStringBytes: number;
+  /** Request body, in bytes; larger is a 413. */
+  readonly maxBodyBytes: number;
+}
+
+export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_384, maxBodyBytes: 16_384 });
+
+/** The raw query string of a URL without its `?` (as the client sent it, still encoded). */
+export function rawQueryOf(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return '';
+  const h = url.indexOf('#', q);
+  return url.slice(q + 1, h < 0 ? undefined : h);
+}
+
+export function checkQueryLength(raw: string, limits: Limits): void {
+  // the raw string is ASCII when a client encoded it; count UTF-8 bytes in case it did not
+  const bytes = raw.length > limits.maxQueryStringBytes / 3 ? Buffer.byteLength(raw, 'utf8') : raw.length;
+  if (bytes > limits.maxQueryStringBytes) {
+    throw new ServiceError(
+      'QueryStringTooLong',
+      `The query string is ${bytes} bytes long; the limit is ${limits.maxQueryStringBytes} bytes.`,
+    );
+  }
+}
+
+/** Form-style decoding of one component: `+` is a space, `%2B` a plus. */
+function decodeComponent(text: string): string {
+  return decodeURIComponent(text.includes('+') ? text.replace(/\+/g, ' ') : text);
+}
+
+/**
+ * The `$` options of a raw query string, percent-decoded and joined with `&` — the text
+ * parseQuery takes. Parameters whose names do not start with `$` are dropped here (OData ignores
+ * them; dropping them before decoding means an encoded `&` in one cannot smuggle in an option).
+ * A `&` that was sent encoded (`%26`) inside a `$filter` string literal stays in the literal.
+ */
+export function decodeQueryOptions(raw: string): string {
+  if (raw === '') return '';
+  const kept: string[] = [];
+  for (const part of raw.split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const rawName = eq < 0 ? part : part.slice(0, eq);
+    let name: string;
+    try {
+      name = decodeComponent(rawName);
+    } catch {
+      if (rawName.startsWith('$') || rawName.slice(0, 3).toUpperCase() === '%24') throw badEncoding(rawName, undefined);
+      continue;
+    }
+    if (!name.startsWith('$')) continue;
+    try {
+      kept.push(eq < 0 ? name : `${name}=${decodeComponent(part.slice(eq + 1))}`);
+    } catch {
+      throw badEncoding(part.slice(eq + 1), name);
+    }
+  }
+  return kept.join('&');
+}
+
+function badEncoding(text: string, option: string | undefined): ServiceError {
+  const m = /%(?![0-9A-Fa-f]{2})|(?:%[0-9A-Fa-f]{2})+/.exec(text);
+  const near = m ? text.slice(Math.max(0, m.index - 10), m.index + 12) : text.slice(0, 20);
+  return new ServiceError(
+    'InvalidPercentEncoding',
+    `${option ?? 'A query option name'} is not valid percent-encoded UTF-8 near '${near}'.`,
+    option === undefined ? {} : { option },
+  );
+}
+
+/** A percent-decoded path segment (`+` stays a plus in paths). */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ServiceError('InvalidPercentEncoding', `The path segment '${segment.slice(0, 60)}' is not valid percent-encoded UTF-8.`);
+  }
+}
+
+/**
+ * `odata.maxpagesize=N` (or `maxpagesize=N`, OData 4.01) from a Prefer header, or undefined when
+ * absent or not a positive integer (a preference the server cannot use is ignored, RFC 7240).
+ */
+export function maxPageSizeOf(prefer: string | null): number | undefined {
+  if (prefer === null) return undefined;
+  for (const item of prefer.split(',')) {
+    const m = /^\s*(?:odata\.)?maxpagesize\s*=\s*"?(\d{1,15})"?\s*$/i.exec(item);
+    if (m) {
+      const n = Number(m[1]);
+      return n > 0 ? n : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** The request body as text, refusing more than `limit` bytes (413) without reading past it. */
+export async function readBody(request: Request, limit: number): Promise<string> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function tooLarge(limit: number): ServiceError {
+  return new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${limit} bytes.`);
+}
+
+/** `https://host[:port][/prefix]` without a trailing slash: the configured public URL or the request's origin. */
+export function baseUrlOf(request: Request, publicBaseUrl: string | undefined): string {
+  if (publicBaseUrl !== undefined) return publicBaseUrl;
+  return new URL(request.url).origin;
+}
