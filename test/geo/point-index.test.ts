@@ -40,7 +40,8 @@ describe('PointIndex.within agrees with brute force', () => {
     // clustered around a few metros, a band across the antimeridian, and some anywhere
     const c = i % 4;
     if (c === 0) { lon[i] = -122.33 + rng.range(-0.3, 0.3); lat[i] = 47.6 + rng.range(-0.3, 0.3); }
-    else if (c === 1) { lon[i] = 179.95 - rng.range(0, 0.1) + (rng.chance(0.5) ? 0 : -359.9 + rng.range(0, 0.05)); lat[i] = -16 + rng.range(-0.1, 0.1); }
+    // valid longitudes on both sides of the antimeridian (the store nulls anything outside ±180)
+    else if (c === 1) { lon[i] = rng.chance(0.5) ? 180 - rng.range(0, 0.15) : -180 + rng.range(0, 0.15); lat[i] = -16 + rng.range(-0.1, 0.1); }
     else if (c === 2) { lon[i] = -87.63 + rng.range(-0.2, 0.2); lat[i] = 41.88 + rng.range(-0.2, 0.2); }
     else { lon[i] = rng.range(-180, 180); lat[i] = rng.range(-89, 89); }
     missing[i] = rng.chance(0.05) ? 1 : 0;
@@ -67,6 +68,7 @@ describe('PointIndex.within agrees with brute force', () => {
   it('across the antimeridian', () => {
     const got = [...index.within(-179.99, -16, 20000)];
     expect(got).toEqual(bruteWithin(lon, lat, has, -179.99, -16, 20000));
+    expect([...index.within(179.995, -16.05, 9000)]).toEqual(bruteWithin(lon, lat, has, 179.995, -16.05, 9000));
     expect(got.some((r) => lon[r] > 0) && got.some((r) => lon[r] < 0)).toBe(true);
   });
 
@@ -83,6 +85,14 @@ describe('PointIndex.within agrees with brute force', () => {
     const d = haversineMeters(0, 0, 0.01, 0);
     expect([...one.within(0, 0, d)]).toEqual([0]);
     expect([...one.within(0, 0, d * (1 - 1e-12))]).toEqual([]);
+  });
+
+  it('near a pole the box covers every longitude', () => {
+    const lons = Float64Array.from([0, 90, 180, -90, -179.5, 45]);
+    const lats = Float64Array.from([89.9, 89.95, 89.9, 89.99, 89.8, 80]);
+    const polar = new PointIndex(lons, lats, () => true);
+    expect([...polar.within(10, 89.95, 30000)]).toEqual(bruteWithin(lons, lats, () => true, 10, 89.95, 30000));
+    expect([...polar.within(10, 89.95, 30000)].length).toBe(5);
   });
 
   it('an empty index answers nothing', () => {
