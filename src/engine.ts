@@ -288,12 +288,14 @@ export class Engine {
       : null;
     const visible = p.visible;
     const accept = (row: number): boolean => (visible === null || visible(row)) && (residual === null || residual(row) === true);
-    // Collecting from the candidate source needs only what the source does not answer itself.
-    const rest = andOf(conjuncts(p.filter).filter((e) => !p.answered.has(e)));
-    const restEval: Evaluator | null = rest
-      ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoHit })
-      : null;
-    const acceptRest = (row: number): boolean => (visible === null || visible(row)) && (restEval === null || restEval(row) === true);
+    // A candidate source (or the ranked walk) answers some conjuncts exactly: test only the rest.
+    const residualWithout = (answered: ReadonlySet<Bound>): Evaluator | null => {
+      const rest = andOf(conjuncts(p.filter).filter((e) => !answered.has(e)));
+      return rest ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoHit }) : null;
+    };
+    const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
+    const restEval = residualWithout(p.answered);
+    const acceptRest = acceptWith(restEval);
     const countMatches = (): number => {
       if (p.source.kind === 'lookup' && restEval === null) {
         // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in)
@@ -317,7 +319,8 @@ export class Engine {
       return respond(p, new Uint32Array(0), countMatches, (row) => this.project(table, row, p));
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
-      const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept, tieRank: access.keyRank });
+      const acceptRanked = acceptWith(residualWithout(new Set([s.node])));
+      const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept: acceptRanked, tieRank: access.keyRank });
       ordered = ranked.rows;
     } else if (p.strategy.kind === 'walk') {
       const perm = access.sortedBy(p.strategy.field)!;
