@@ -308,16 +308,42 @@ function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: numbe
   }
 }
 
-/** Ordinal ids of numeric values: one sort of the distinct values, then a binary search each. */
+/**
+ * Ordinal ids of numeric values. Integers over a modest range (dates in days, counts, years,
+ * booleans) go through a table indexed by value; anything else takes one sort of the values and
+ * a binary search each.
+ */
 function rankNumbers(nums: Numbers, column: Column): Ranked {
   const { values, valid } = nums;
   const n = values.length;
-  let m = 0;
-  const sorted = new Float64Array(n);
-  for (let i = 0; i < n; i++) if (valid[i] !== 0) sorted[m++] = values[i];
-  const distinct = uniqueSorted(sorted.subarray(0, m).sort());
   const ids = new Uint32Array(n);
-  for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = 1 + search(distinct, values[i]);
+  let lo = Infinity;
+  let hi = -Infinity;
+  let integral = true;
+  for (let i = 0; i < n; i++) {
+    if (valid[i] === 0) continue;
+    const v = values[i];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    if (integral && !Number.isInteger(v)) integral = false;
+  }
+  let distinct: Float64Array;
+  if (lo > hi) {
+    distinct = new Float64Array(0);
+  } else if (integral && hi - lo < Math.max(1 << 16, 4 * n)) {
+    const slot = new Int32Array(hi - lo + 1);
+    for (let i = 0; i < n; i++) if (valid[i] !== 0) slot[values[i] - lo] = 1;
+    const found: number[] = [];
+    for (let k = 0; k < slot.length; k++) if (slot[k] !== 0) slot[k] = found.push(lo + k);
+    distinct = Float64Array.from(found);
+    for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = slot[values[i] - lo];
+  } else {
+    let m = 0;
+    const sorted = new Float64Array(n);
+    for (let i = 0; i < n; i++) if (valid[i] !== 0) sorted[m++] = values[i];
+    distinct = uniqueSorted(sorted.subarray(0, m).sort());
+    for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = 1 + search(distinct, values[i]);
+  }
   const text = (v: number): JsonValue => {
     switch (column.kind) {
       case 'date':

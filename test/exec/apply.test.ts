@@ -190,6 +190,8 @@ describe('$apply agrees with the naive reference on the default data set', () =>
     ['$apply=groupby((DaysOnMarket),aggregate($count as N))'],
     ['$apply=groupby((ListingKey),aggregate(ListPrice with max as P))'],
     ['$apply=groupby((YearBuilt,GarageSpaces),aggregate(LivingArea with p50 as L))'],
+    ['$apply=groupby((ListPrice),aggregate($count as N,City with countdistinct as C))'],
+    ['$apply=groupby((Latitude,PoolPrivateYN),aggregate(Longitude with max as X))'],
     // filters: $filter, filter(...) chains, indexes serving them, search.text ordinals across both
     [`$filter=ListPrice gt 400000&$apply=filter(BedroomsTotal ge 3)/groupby((City),aggregate(${EVERY_METHOD}))`],
     ["$apply=filter(StandardStatus in ('Active','Pending'))/filter(PoolPrivateYN eq true)/groupby((OriginatingSystemName,PropertyType),aggregate($count as N,ListPrice with p90 as P90,DaysOnMarket with median as Dom))"],
@@ -439,6 +441,27 @@ describe('$apply on small record sets', () => {
       { PoolPrivateYN: false, City: 'a', N: 1 },
       { PoolPrivateYN: true, City: 'a', N: 1 },
       { PoolPrivateYN: true, City: 'b', N: 1 },
+    ]);
+  });
+
+  it('groups integers through a value table and other numbers through a sort, negatives and -0 included', async () => {
+    const prices = [-3, -0, 0, 2.5, -3, 70_000_000, 2, null];
+    const data = prices.map((p, i) => rec(`k${i}`, p === null ? {} : { ListPrice: p, BedroomsTotal: p === 2.5 || p > 1e6 ? -1 : p }));
+    const e = await Engine.open({ data: { Property: data }, now: () => new Date(NOW) });
+    expect(e.query('Property', '$apply=groupby((ListPrice),aggregate($count as N))').value).toEqual([
+      { ListPrice: null, N: 1 },
+      { ListPrice: -3, N: 2 },
+      { ListPrice: 0, N: 2 },
+      { ListPrice: 2, N: 1 },
+      { ListPrice: 2.5, N: 1 },
+      { ListPrice: 70_000_000, N: 1 },
+    ]);
+    expect(e.query('Property', '$apply=groupby((BedroomsTotal),aggregate($count as N,ListPrice with countdistinct as D))').value).toEqual([
+      { BedroomsTotal: null, N: 1, D: 0 },
+      { BedroomsTotal: -3, N: 2, D: 1 },
+      { BedroomsTotal: -1, N: 2, D: 2 },
+      { BedroomsTotal: 0, N: 2, D: 1 },
+      { BedroomsTotal: 2, N: 1, D: 1 },
     ]);
   });
 
