@@ -13,6 +13,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server as HttpSe
 import type { AddressInfo, Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { errorObject, ServiceError, statusOf } from '../service/errors.js';
+import { RAW_TARGET } from '../service/request.js';
 import { ODATA_VERSION, JSON_TYPE } from '../service/respond.js';
 
 export type RequestHandler = (request: Request) => Promise<Response>;
@@ -57,12 +58,14 @@ function requestOf(req: IncomingMessage, origin: string, signal: AbortSignal): R
   }
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
-  return new Request(url, {
+  const request = new Request(url, {
     method,
     headers,
     signal,
     ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
   } as RequestInit);
+  Object.defineProperty(request, RAW_TARGET, { value: target });
+  return request;
 }
 
 async function writeResponse(response: Response, req: IncomingMessage, res: ServerResponse, closing: boolean): Promise<void> {

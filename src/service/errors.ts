@@ -36,8 +36,6 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   // 429: slow down (with Retry-After)
   TooManyLoginAttempts: 429,
   RateLimited: 429,
-  // 501: valid OData the engine does not (yet) answer
-  NotImplemented: 501,
   // 500: a defect
   InternalError: 500,
 });

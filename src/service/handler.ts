@@ -16,7 +16,7 @@ import { LoginThrottle, takeRequest, TokenStore, type LoginThrottleOptions, type
 import { ServiceError, statusOf } from './errors.js';
 import { metadataXml, serviceDocument } from './edmx.js';
 import { Profiles, type ProfilesFile } from './profiles.js';
-import { baseUrlOf, checkQueryLength, decodePathSegment, decodeQueryOptions, DEFAULT_LIMITS, maxPageSizeOf, rawQueryOf, readBody, type Limits } from './request.js';
+import { baseUrlOf, checkQueryLength, decodePathSegment, decodeQueryOptions, DEFAULT_LIMITS, maxPageSizeOf, rawQueryOfRequest, readBody, type Limits } from './request.js';
 import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, XML_TYPE } from './respond.js';
 
 export type Handler = (request: Request) => Promise<Response>;
@@ -205,7 +205,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   async function route(request: Request): Promise<Response> {
-    const raw = rawQueryOf(request.url);
+    const raw = rawQueryOfRequest(request);
     checkQueryLength(raw, limits);
     const declared = request.headers.get('content-length');
     if (declared !== null && Number(declared) > limits.maxBodyBytes) {

@@ -13,8 +13,20 @@ export interface Limits {
 
 export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_384, maxBodyBytes: 16_384 });
 
-/** The raw query string of a URL without its `?` (as the client sent it, still encoded). */
-export function rawQueryOf(url: string): string {
+/**
+ * Where an adapter leaves the request target exactly as the client sent it. `Request.url` is
+ * normalized (an apostrophe becomes `%27`), which would make the 414 limit count bytes the client
+ * never sent; node:http knows the raw target and attaches it under this symbol.
+ */
+export const RAW_TARGET: unique symbol = Symbol.for('reso-engine.rawTarget');
+
+/** The raw query string of a request without its `?` (as the client sent it, still encoded). */
+export function rawQueryOfRequest(request: Request): string {
+  const raw = (request as Request & { [RAW_TARGET]?: unknown })[RAW_TARGET];
+  return rawQueryOf(typeof raw === 'string' ? raw : request.url);
+}
+
+function rawQueryOf(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return '';
   const h = url.indexOf('#', q);
