@@ -91,8 +91,15 @@ interface Prepared {
   readonly grouping: BoundGrouping | null;
 }
 
+/** The parts of Prepared that depend on the caller or the moment, not on the query text. */
+type Plan = Omit<Prepared, 'visible' | 'sources' | 'nowMs'>;
+
+/** Plans kept for repeated query texts (least recently used dropped first). */
+export const PLAN_CACHE_SIZE = 512;
+
 export class Engine {
   private readonly access: StoreAccess;
+  private readonly plans = new Map<string, Plan>();
 
   private constructor(
     readonly store: Store,
@@ -140,7 +147,27 @@ export class Engine {
       throw new QueryError('UnknownResource', `No resource '${String(resource)}': query Property, Media or OpenHouse.`);
     }
     const text = typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
-    const parsed = parseQuery(text, { spans: true });
+    const key = `${resource}\n${options.maxPageSize ?? ''}\n${text}`;
+    let plan = this.plans.get(key);
+    if (plan) {
+      this.plans.delete(key); // refresh its place in the LRU order
+    } else {
+      try {
+        plan = this.plan(resource, text, options, false);
+      } catch (err) {
+        // Parse without source spans (faster); a binder error re-plans with them for its position.
+        if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
+        plan = this.plan(resource, text, options, true);
+      }
+      if (this.plans.size >= PLAN_CACHE_SIZE) this.plans.delete(this.plans.keys().next().value!);
+    }
+    this.plans.set(key, plan);
+    return { ...plan, visible: this.visibility(plan.table, options.sources), sources: options.sources, nowMs: this.clock() };
+  }
+
+  /** Parse, bind and plan: everything about a query that depends only on its text and the data. */
+  private plan(resource: QueryResource, text: string, options: QueryOptions, spans: boolean): Plan {
+    const parsed = parseQuery(text, { spans });
     const expand = parsed.expand ? bindExpand(parsed.expand, { resource, store: this.store, spanOf: (node) => spanOf(parsed, node) }) : null;
     if (parsed.format !== undefined && parsed.format !== 'json') {
       throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
@@ -172,8 +199,7 @@ export class Engine {
     const answered = answeredBy(source, top);
     return {
       resource, table, access, parsed, filter, order, select, expand, grouping,
-      skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy,
-      visible: this.visibility(table, options.sources), sources: options.sources, answered, nowMs: this.clock(),
+      skip: parsed.skip ?? 0, pageRows, top: parsed.top, searches, source, strategy, answered,
     };
   }
 

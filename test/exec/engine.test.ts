@@ -253,6 +253,25 @@ describe('visibility', () => {
   });
 });
 
+describe('the plan cache', () => {
+  it('reuses a plan without reusing the caller, the page size or the clock', async () => {
+    let now = NOW;
+    const e = await Engine.open({ now: () => new Date(now) });
+    const q = "$filter=StandardStatus eq 'Active'&$select=ListingKey,DaysOnMarket&$count=true";
+    const all = e.query('Property', q);
+    const har = e.query('Property', q, { sources: ['HAR'] });
+    expect(har['@odata.count']).toBeLessThan(all['@odata.count']!);
+    expect(e.query('Property', q)['@odata.count']).toBe(all['@odata.count']);
+    expect(e.query('Property', q, { maxPageSize: 3 }).value).toHaveLength(3);
+    expect(e.query('Property', q).value).toHaveLength(10);
+    now += 86_400_000;
+    const later = e.query('Property', q).value[0].DaysOnMarket as number;
+    expect(later).toBe((all.value[0].DaysOnMarket as number) + 1);
+    // an error is never cached as a plan: it is thrown every time, with its position
+    for (let i = 0; i < 2; i++) expect(() => e.query('Property', '$filter=Nope eq 1')).toThrow(/Nope/);
+  });
+});
+
 describe('counting with value bitsets', () => {
   it.each([undefined, ['NWMLS'], ['HAR', 'NWMLS'], []])('counts Active Residential in one city with sources %j', (sources) => {
     const q = "$filter=StandardStatus eq 'Active' and PropertyType in ('Residential','Residential Lease') and City eq 'Seattle'";
