@@ -6,7 +6,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ChildResourceName } from '../schema/types.js';
 import { DataError, type DataErrorInfo } from './errors.js';
-import { SkipLog, TableBuilder, type LocalFieldInfo } from './ingest.js';
+import { TableBuilder, type LocalFieldInfo } from './ingest.js';
+import { SkipLog } from './record.js';
 import { readRecords, type FileFormat } from './read.js';
 import { packTable, type PackedTable } from './transfer.js';
 

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ByteIndex } from '../../src/store/byte-index.js';
 import { compareUtf8, hashBytes } from '../../src/store/bytes.js';
 import { TextBuilder } from '../../src/store/builders.js';
-import { SkipLog, TableBuilder } from '../../src/store/ingest.js';
+import { TableBuilder } from '../../src/store/ingest.js';
+import { SkipLog } from '../../src/store/record.js';
 import { loadRecords } from '../../src/store/load.js';
 import {
   formatDate, formatTimestamp, parseDateString, parseTimestamp, parseTimestampString, TimestampParts,
