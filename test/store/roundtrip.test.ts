@@ -173,6 +173,9 @@ describe('input paths and formats', () => {
       const loaded = await loadDataDirectory(d);
       expect(dump(loaded), ext).toEqual(reference);
       expect(loaded.report.resources.Property.file).toBe(`Property${ext}`);
+      const parallel = await loadDataDirectory(d, { parallel: true });
+      expect(parallel.report.parallel).toBe(true);
+      expect(dump(parallel), `${ext} in a worker`).toEqual(reference);
     }
   });
 
