@@ -91,17 +91,14 @@ export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrou
     gid = new Uint32Array(n);
     groups = 1; // a bare aggregate(...) has one row, even over no rows
   } else {
-    let combined: Uint32Array | Float64Array = keys[0].ids;
-    let card = keys[0].card;
+    // the first field's ids may skip values no matching row holds (dictionary codes): compress
+    let dense = compress(keys[0].ids, keys[0].card);
     for (let k = 1; k < keys.length; k++) {
-      const { ids, card: c } = keys[k];
+      const { ids, card } = keys[k];
       const mixed = new Float64Array(n);
-      for (let i = 0; i < n; i++) mixed[i] = combined[i] * c + ids[i];
-      const dense = compress(mixed, card * c);
-      combined = dense.ids;
-      card = dense.count;
+      for (let i = 0; i < n; i++) mixed[i] = dense.ids[i] * card + ids[i];
+      dense = compress(mixed, dense.count * card);
     }
-    const dense = compress(combined, card);
     gid = dense.ids;
     groups = dense.count;
   }
