@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine, DEFAULT_DATA_DIR } from '../../src/engine.js';
 import { QueryError } from '../../src/errors.js';
-import { Rng } from '../../src/generate/prng.js';
+import fc from 'fast-check';
 import { parseQuery } from '../../src/odata/parse-query.js';
 import { NaiveEngine } from './oracle.js';
 
@@ -78,16 +78,40 @@ describe('filters agree with the naive reference on the default data set', () =>
     "not search.text(KeywordSearchText,'pool')",
     "search.text(KeywordSearchText,'quartz spa view',2)",
     'null eq null',
+    'ListPrice add 1000 gt 500000',
+    'ListPrice mul 2 le 800000',
+    'ListPrice div 1000 eq 450',
+    'LivingArea div 100 gt 20.5',
+    'second(ModificationTimestamp) eq 0 or minute(ModificationTimestamp) lt 10',
+    'month(CloseDate) eq 3',
+    'now() gt ModificationTimestamp and service_DaysOnMarketReferenceTimestamp le now()',
+    "StandardStatus ne null and not (PropertyType in ('Residential','Land'))",
     `ListingId eq '${records[77].ListingId as string}'`,
     "ListingKey eq 'P000000005' or ListingKey eq 'P000000009'",
     "ListingKey eq 'P000000005' and ListPrice gt 0",
     "UnparsedAddress eq 'no such address'",
     "(StandardStatus eq 'Closed' or StandardStatus eq 'Expired') and not (City eq 'Houston')",
   ];
-  it.each(cases)('%s', (filter) => {
-    const parsed = parseQuery(`$filter=${filter}`);
-    const want = naive.query(parsed.filter);
-    expect(keys(`$filter=${filter}`), filter).toEqual(want);
+  // The fixed table: every filter alone, with a two-key order and a page, and as a count.
+  const table: Array<[string, string]> = cases.flatMap((f) => [
+    [f, ''],
+    [f, '&$orderby=ListPrice desc,City&$skip=3&$top=40'],
+    [f, '&$count=true&$orderby=ModificationTimestamp&$top=15'],
+  ]);
+  it('the fixed table has at least 150 queries', () => expect(table.length).toBeGreaterThanOrEqual(150));
+
+  it.each(table)('%s %s', (filter, options) => {
+    const q = `$filter=${filter}${options}`;
+    const parsed = parseQuery(q);
+    const want = naive.query(parsed.filter, parsed.orderby);
+    if (options === '') {
+      expect(keys(q), filter).toEqual(want);
+      return;
+    }
+    const got = engine.query('Property', `${q}&$select=ListingKey`);
+    const skip = parsed.skip ?? 0;
+    expect(got.value.map((r) => r.ListingKey), q).toEqual(want.slice(skip, skip + parsed.top!));
+    if (parsed.count) expect(got['@odata.count'], q).toBe(want.length);
   });
 
   it('the cases are not vacuous', () => {
@@ -96,51 +120,63 @@ describe('filters agree with the naive reference on the default data set', () =>
   });
 });
 
-describe('random filters and orders agree with the naive reference', () => {
-  const rng = new Rng('random-queries');
-  const sample = (): Rec => records[rng.int(0, records.length - 1)];
+describe('generated filters and orders agree with the naive reference (fast-check)', () => {
   const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
-  const atoms: Array<() => string> = [
-    () => `ListPrice ${rng.pick(['lt', 'le', 'gt', 'ge', 'eq', 'ne'])} ${sample().ListPrice as number}`,
-    () => `BedroomsTotal ${rng.pick(['lt', 'ge', 'eq', 'ne'])} ${rng.pick(['null', '2', '3', '4'])}`,
-    () => `YearBuilt ${rng.pick(['lt', 'gt', 'eq'])} ${rng.pick(['null', '1960', '2000'])}`,
-    () => `City eq ${quote(sample().City as string)}`,
-    () => `StandardStatus in (${[sample(), sample()].map((r) => quote(r.StandardStatus as string)).join(',')})`,
-    () => `PropertyType ne ${quote(sample().PropertyType as string)}`,
-    () => `Appliances/any(a: a eq ${quote(rng.pick(['Dishwasher', 'Microwave', 'Dryer', 'Oven']))})`,
-    () => `startswith(PostalCode,${quote(String(sample().PostalCode ?? '9').slice(0, 2))})`,
-    () => `contains(PublicRemarks,${quote(rng.pick(['pool', 'Pool', 'granite', 'view', 'garage']))})`,
-    () => `ModificationTimestamp ${rng.pick(['lt', 'ge'])} ${sample().ModificationTimestamp as string}`,
-    () => `ListingContractDate ${rng.pick(['lt', 'ge'])} ${sample().ListingContractDate as string}`,
-    () => `DaysOnMarket ${rng.pick(['lt', 'gt'])} ${rng.int(5, 300)}`,
-    () => `PoolPrivateYN eq ${rng.pick(['true', 'false', 'null'])}`,
-    () => `geo.distance(Location, geography'POINT(${(sample().Longitude as number) ?? -122.3} ${(sample().Latitude as number) ?? 47.6})') le ${rng.pick([500, 2000, 8000])}`,
-    () => `search.text(KeywordSearchText,${quote(rng.pick(['pool', 'granite counters', 'spa', 'hardwood floors', 'quartz']))})`,
-    () => `search.text(RawAddressSearchText,${quote(`${sample().StreetName as string} ${sample().City as string}`)})`,
-  ];
-  const expr = (depth: number): string => {
-    const r = rng.next();
-    if (depth === 0 || r < 0.4) return rng.pick(atoms)();
-    if (r < 0.65) return `${expr(depth - 1)} and ${expr(depth - 1)}`;
-    if (r < 0.9) return `(${expr(depth - 1)} or ${expr(depth - 1)})`;
-    return `not (${expr(depth - 1)})`;
-  };
-  const orders = ['', 'ListPrice desc', 'City,ListPrice desc', 'YearBuilt', 'ModificationTimestamp desc', 'BedroomsTotal desc,LivingArea', 'DaysOnMarket'];
+  const rec = fc.nat(records.length - 1).map((i) => records[i]);
+  const cmp = fc.constantFrom('lt', 'le', 'gt', 'ge', 'eq', 'ne');
+  const atom: fc.Arbitrary<string> = fc.oneof(
+    fc.tuple(cmp, rec).map(([op, r]) => `ListPrice ${op} ${r.ListPrice as number}`),
+    fc.tuple(cmp, fc.constantFrom('null', '0', '2', '3', '4')).map(([op, v]) => `BedroomsTotal ${op} ${v}`),
+    fc.tuple(cmp, fc.constantFrom('null', '1960', '2000')).map(([op, v]) => `YearBuilt ${op} ${v}`),
+    rec.map((r) => `City eq ${quote(r.City as string)}`),
+    fc.tuple(rec, rec).map(([a, b]) => `StandardStatus in (${quote(a.StandardStatus as string)},${quote(b.StandardStatus as string)})`),
+    rec.map((r) => `PropertyType ne ${quote(r.PropertyType as string)}`),
+    fc.constantFrom('Dishwasher', 'Microwave', 'Dryer', 'Oven').map((v) => `Appliances/any(a: a eq ${quote(v)})`),
+    fc.constantFrom('C', 'P', 'N').map((v) => `View/all(v: startswith(v,${quote(v)}))`),
+    fc.constantFrom('Pond', 'Waterfront', 'Creek').map((v) => `${quote(v)} in WaterfrontFeatures`),
+    rec.map((r) => `startswith(PostalCode,${quote(String(r.PostalCode ?? '9').slice(0, 2))})`),
+    fc.constantFrom('pool', 'Pool', 'granite', 'view', 'garage').map((v) => `contains(PublicRemarks,${quote(v)})`),
+    fc.tuple(fc.constantFrom('lt', 'ge'), rec).map(([op, r]) => `ModificationTimestamp ${op} ${r.ModificationTimestamp as string}`),
+    fc.tuple(fc.constantFrom('lt', 'ge'), rec).map(([op, r]) => `ListingContractDate ${op} ${r.ListingContractDate as string}`),
+    fc.tuple(fc.constantFrom('lt', 'gt'), fc.integer({ min: 5, max: 300 })).map(([op, d]) => `DaysOnMarket ${op} ${d}`),
+    fc.constantFrom('true', 'false', 'null').map((v) => `PoolPrivateYN eq ${v}`),
+    fc.tuple(rec, fc.constantFrom(500, 2000, 8000)).map(([r, m]) => `geo.distance(Location, geography'POINT(${(r.Longitude as number) ?? -122.3} ${(r.Latitude as number) ?? 47.6})') le ${m}`),
+    fc.constantFrom('pool', 'granite counters', 'spa', 'hardwood floors', 'quartz').map((v) => `search.text(KeywordSearchText,${quote(v)})`),
+    fc.tuple(rec, rec).map(([a, b]) => `search.text(RawAddressSearchText,${quote(`${a.StreetName as string} ${b.City as string}`)})`),
+    fc.integer({ min: 300, max: 2000 }).map((n) => `LivingArea div BedroomsTotal gt ${n}`),
+    fc.integer({ min: 2, max: 9 }).map((n) => `ListPrice mod ${n} eq 0`),
+    fc.integer({ min: 0, max: 100000 }).map((n) => `OriginalListPrice sub ListPrice gt ${n}`),
+    fc.integer({ min: 4, max: 12 }).map((n) => `length(City) gt ${n}`),
+    fc.constantFrom(2023, 2024, 2025).map((y) => `year(ModificationTimestamp) eq ${y}`),
+    fc.constantFrom('seattle', 'tampa', 'mesa').map((c) => `tolower(City) eq ${quote(c)}`),
+    fc.constantFrom('981', '770', '852').map((z) => `substring(PostalCode,0,3) eq ${quote(z)}`),
+    fc.constantFrom('pool', 'view').map((w) => `indexof(PublicRemarks,${quote(w)}) ge 0`),
+  );
+  const filter = fc.letrec<{ expr: string }>((tie) => ({
+    expr: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      atom,
+      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `${a} and ${b}`),
+      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `(${a} or ${b})`),
+      tie('expr').map((a) => `not (${a})`),
+    ),
+  })).expr;
+  const orderby = fc.constantFrom('', 'ListPrice desc', 'City,ListPrice desc', 'YearBuilt', 'ModificationTimestamp desc', 'BedroomsTotal desc,LivingArea', 'DaysOnMarket', 'tolower(City) desc,ListPrice');
 
-  it('for 150 generated queries (keys in order and counts)', () => {
+  it('for 1,000 generated queries: the same keys in the same order, and the same count', () => {
     let nonEmpty = 0;
-    for (let i = 0; i < 150; i++) {
-      const filter = expr(3);
-      const orderby = rng.pick(orders);
-      const q = `$filter=${filter}${orderby ? `&$orderby=${orderby}` : ''}`;
-      const parsed = parseQuery(q);
-      const want = naive.query(parsed.filter, parsed.orderby);
-      expect(keys(q), q).toEqual(want);
-      const counted = engine.query('Property', `${q}&$count=true&$top=0`);
-      expect(counted['@odata.count'], q).toBe(want.length);
-      if (want.length > 0) nonEmpty++;
-    }
-    expect(nonEmpty).toBeGreaterThan(60);
+    fc.assert(
+      fc.property(filter, orderby, (f, o) => {
+        const q = `$filter=${f}${o ? `&$orderby=${o}` : ''}`;
+        const parsed = parseQuery(q);
+        const want = naive.query(parsed.filter, parsed.orderby);
+        expect(keys(q), q).toEqual(want);
+        expect(engine.query('Property', `${q}&$count=true&$top=0`)['@odata.count'], q).toBe(want.length);
+        if (want.length > 0) nonEmpty++;
+      }),
+      { seed: 20251122, numRuns: 1000 },
+    );
+    expect(nonEmpty).toBeGreaterThan(400);
   });
 
   it('relevance order equals the summed textbook BM25, ties by key', () => {
