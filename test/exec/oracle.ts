@@ -191,9 +191,22 @@ export class NaiveEngine {
   query(filter: Expr | undefined, orderby: readonly OrderByItem[] = [], visible: (r: Rec) => boolean = () => true): string[] {
     const rows = this.records.map((r, i) => [r, i] as const).filter(([r, i]) => visible(r) && (!filter || this.eval(filter, r, i) === true));
     const keyOf = (r: Rec): string => r.ListingKey as string;
+    // relevance: the summed scores of this filter's own search.text calls that hold for the row
+    const calls: Array<Map<number, number>> = [];
+    const walk = (e: Expr | undefined): void => {
+      if (!e) return;
+      if (e.kind === 'call' && e.name === 'search.text') {
+        const [f, t, m] = e.args as unknown as [MemberExpr, { value: string }, { value: number } | undefined];
+        calls.push(this.search(f.path[0] as SearchFieldName, t.value, m?.value));
+      } else if (e.kind === 'and' || e.kind === 'or') {
+        walk(e.left);
+        walk(e.right);
+      } else if (e.kind === 'not') walk(e.operand);
+    };
+    walk(filter);
     const relevance = (i: number): number => {
       let s = 0;
-      for (const m of this.searchCache.values()) s += m.get(i) ?? 0;
+      for (const m of calls) s += m.get(i) ?? 0;
       return s;
     };
     const value = (item: OrderByItem, r: Rec, i: number): V => {
