@@ -4,6 +4,7 @@
  * linked to its listing (or rejected) as it arrives.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
@@ -47,7 +48,7 @@ export interface LoadDirectoryOptions extends LoadOptions {
   readonly onProgress?: (progress: LoadProgress) => void;
   /**
    * Load Media in a worker thread beside Property: true forces it, false never; by default it is
-   * used for Media files of 32 MiB and more (8 MiB gzip-compressed).
+   * used for Media files of 32 MiB and more (8 MiB gzip-compressed) when there is more than one CPU.
    */
   readonly parallel?: boolean;
 }
@@ -274,7 +275,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   const loader = new Loader(options);
   const media = files.Media;
   const mediaBytes = media ? statSync(media.file).size : 0;
-  const parallel = media !== null && (options.parallel ?? mediaBytes >= (media.gzip ? PARALLEL_BYTES / 4 : PARALLEL_BYTES));
+  const parallel = media !== null && (options.parallel ?? (availableParallelism() > 1 && mediaBytes >= (media.gzip ? PARALLEL_BYTES / 4 : PARALLEL_BYTES)));
   const label = media ? path.basename(media.file) : '';
   const worker = parallel
     ? new ChildWorker(
