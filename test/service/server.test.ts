@@ -159,34 +159,39 @@ describe('graceful shutdown', () => {
       },
       { port: 0 },
     );
-    // an idle keep-alive connection must not hold the shutdown up
-    const agentFetch = await fetch(`${server.url}/quick`);
-    expect(await agentFetch.text()).toBe('quick');
+    try {
+      // an idle keep-alive connection must not hold the shutdown up
+      const agentFetch = await fetch(`${server.url}/quick`);
+      expect(await agentFetch.text()).toBe('quick');
 
-    const inFlight = raw(server, 'GET', '/slow');
-    await isStarted;
-    let closed = false;
-    const closing = server.close().then(() => {
-      closed = true;
-    });
-    const refused = await new Promise<string>((resolve) => {
-      const s = connect(server.port, server.host);
-      s.on('connect', () => {
-        s.destroy();
-        resolve('connected');
+      const inFlight = raw(server, 'GET', '/slow');
+      await isStarted;
+      let closed = false;
+      const closing = server.close().then(() => {
+        closed = true;
       });
-      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
-    });
-    expect(refused).toBe('ECONNREFUSED');
-    expect(closed).toBe(false);
-    release();
-    const res = await inFlight;
-    expect(res.status).toBe(200);
-    expect(res.body).toBe('finished');
-    expect(res.headers.connection).toBe('close');
-    await closing;
-    expect(closed).toBe(true);
-    expect(server.server.listening).toBe(false);
+      const refused = await new Promise<string>((resolve) => {
+        const s = connect(server.port, server.host);
+        s.on('connect', () => {
+          s.destroy();
+          resolve('connected');
+        });
+        s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+      });
+      expect(refused).toBe('ECONNREFUSED');
+      expect(closed).toBe(false);
+      release();
+      const res = await inFlight;
+      expect(res.status).toBe(200);
+      expect(res.body).toBe('finished');
+      expect(res.headers.connection).toBe('close');
+      await closing;
+      expect(closed).toBe(true);
+      expect(server.server.listening).toBe(false);
+    } finally {
+      release(); // on a failure, let the handler return so close() can finish
+      await server.close();
+    }
   });
 });
 
