@@ -343,6 +343,12 @@ export class Engine {
     if (p.pageRows === 0) {
       // $top=0: only the count can be asked for
       return respond(p, new Uint32Array(0), countMatches, (row) => this.project(table, row, p));
+    } else if (p.strategy.kind === 'key' && p.source.kind === 'scan') {
+      // No index narrows the rows: walk them in key order and stop at the page.
+      const order = access.keyOrder;
+      const out: number[] = [];
+      for (let i = 0; i < order.length && out.length < need; i++) if (accept(order[i])) out.push(order[i]);
+      ordered = Uint32Array.from(out);
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
       const acceptRanked = acceptWith(residualWithout(new Set([s.node])));

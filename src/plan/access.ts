@@ -6,6 +6,7 @@
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
 import { getBit } from '../store/bits.js';
+import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
@@ -13,6 +14,7 @@ import { buildSearchIndexes, type SearchIndexes } from '../search/indexes.js';
 
 export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
+  private keyOrderCache: Uint32Array | null = null;
   private readonly sorted = new Map<string, Uint32Array>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
@@ -22,16 +24,39 @@ export class TableAccess {
 
   /** Rank of each row's key in ascending ordinal order. */
   get keyRank(): Uint32Array {
-    if (!this.keyRankCache) {
-      const n = this.table.rowCount;
+    if (!this.keyRankCache) this.buildKeyOrder();
+    return this.keyRankCache!;
+  }
+
+  /** Rows in ascending key order (the inverse of keyRank). */
+  get keyOrder(): Uint32Array {
+    if (!this.keyOrderCache) this.buildKeyOrder();
+    return this.keyOrderCache!;
+  }
+
+  private buildKeyOrder(): void {
+    const n = this.table.rowCount;
+    const { bytes, offsets } = this.table.keyColumn;
+    // Loaded data is usually already in key order: check on the UTF-8 bytes, which order like
+    // UTF-16 strings unless a key holds a 4-byte sequence (then compare as strings).
+    let sorted = true;
+    for (let r = 1; r < n && sorted; r++) {
+      if (compareUtf8(bytes, offsets[r - 1], offsets[r], bytes, offsets[r], offsets[r + 1]) > 0) sorted = false;
+    }
+    if (sorted && n > 0) for (let i = offsets[0]; i < offsets[n] && sorted; i++) if (bytes[i] >= 0xf0) sorted = false;
+    let order: Uint32Array;
+    if (sorted) {
+      order = new Uint32Array(n);
+      for (let i = 0; i < n; i++) order[i] = i;
+    } else {
       const keys = new Array<string>(n);
       for (let r = 0; r < n; r++) keys[r] = this.table.keyOf(r);
-      const order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
-      const rank = new Uint32Array(n);
-      for (let i = 0; i < n; i++) rank[order[i]] = i;
-      this.keyRankCache = rank;
+      order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
     }
-    return this.keyRankCache;
+    const rank = sorted ? order : new Uint32Array(n);
+    if (!sorted) for (let i = 0; i < n; i++) rank[order[i]] = i;
+    this.keyOrderCache = order;
+    this.keyRankCache = rank;
   }
 
   /**

@@ -287,6 +287,23 @@ describe('visibility', () => {
   });
 });
 
+describe('key order', () => {
+  it('pages in key order whatever the load order, astral characters included', async () => {
+    const keysIn = ['K9', 'K10', 'K1', 'Kz', 'K\u{1F3E0}', 'K\uFFFD', 'KA', 'K2'];
+    const e = await Engine.open({ data: { Property: keysIn.map((k, i) => ({ ListingKey: k, ListPrice: i })) } });
+    const want = [...keysIn].sort(); // UTF-16 code unit order
+    const seen: string[] = [];
+    let res = e.query('Property', '$select=ListingKey', { maxPageSize: 3 });
+    for (;;) {
+      seen.push(...res.value.map((r) => r.ListingKey as string));
+      if (!res['@odata.nextLink']) break;
+      res = e.query('Property', decodeURIComponent(res['@odata.nextLink'].slice('Property?'.length)), { maxPageSize: 3 });
+    }
+    expect(seen).toEqual(want);
+    expect(e.query('Property', '$orderby=ListPrice desc&$select=ListingKey&$top=2').value.map((r) => r.ListingKey)).toEqual(['K2', 'KA']);
+  });
+});
+
 describe('the plan cache', () => {
   it('reuses a plan without reusing the caller, the page size or the clock', async () => {
     let now = NOW;
