@@ -7,7 +7,8 @@
  * ratio scan / engine reported. Load + index build time and retained memory come first. Other
  * peers (SQLite, Orama, MiniSearch) are the benchmark issue's.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { Engine } from '../src/engine.js';
 import { parseQuery } from '../src/odata/parse-query.js';
@@ -37,7 +38,11 @@ const bench: BenchFile = {
       options.log(`loaded ${size} listings in ${(loadMs / 1000).toFixed(1)} s`);
 
       // Query parameters taken from the data, as a user would type them.
-      const first = JSON.parse(readFileSync(path.join(dir, 'Property.jsonl'), 'utf8').slice(0, 20000).split('\n')[7]) as Record<string, unknown>;
+      const head = Buffer.alloc(64 * 1024);
+      const fd = openSync(path.join(dir, 'Property.jsonl'), 'r');
+      readSync(fd, head, 0, head.length, 0);
+      closeSync(fd);
+      const first = JSON.parse(head.toString('utf8').split('\n')[7]) as Record<string, unknown>;
       const street = `${first.StreetName as string} ${first.StreetSuffix === 'Street' ? 'St' : 'Street'} ${String(first.City).split(' ')[0]} ${first.StreetNumber as string}`;
       const families: Array<[string, string]> = [
         ['Q1', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000 and ListPrice le 600000 and BedroomsTotal ge 3&$orderby=ListPrice desc&$top=25"],
@@ -53,7 +58,10 @@ const bench: BenchFile = {
       ];
       // The naive scan's records: every Property line parsed into a plain object.
       options.log('reading plain records for the naive scan');
-      const plain = readFileSync(path.join(dir, 'Property.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const plain: Array<Record<string, unknown>> = [];
+      for await (const line of createInterface({ input: createReadStream(path.join(dir, 'Property.jsonl')), crlfDelay: Infinity })) {
+        if (line) plain.push(JSON.parse(line) as Record<string, unknown>);
+      }
       const naive = new NaiveEngine(plain, Date.parse('2025-06-01T00:00:00Z'));
       const naiveAnswer = (q: string): string[] => {
         const parsed = parseQuery(q);
