@@ -31,7 +31,6 @@ import {
   E_TIMESTAMP, EXPECT_TEXT, EXPECT_TYPE, expectOf, FieldSlot, mergeExpect, POW10, R_COND, R_KEY, R_LINK,
   R_NONE, Scratch, SkipLog, T_BOOL, T_COLL, T_NULL, T_NUM, T_SKIP, T_STR, T_TS,
 } from './record.js';
-
 import { parseDate, parseTimestamp, TimestampParts } from './temporal.js';
 
 export interface IngestOptions {
