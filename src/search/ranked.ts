@@ -45,20 +45,27 @@ function termScores(index: FieldIndex, termId: number): Float64Array {
   return out;
 }
 
-function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): Uint32Array {
-  let perIndex = impactOrders.get(index);
+/** One cache per index and term, filled on first use (indexes are frozen, so never stale). */
+function perTerm<V>(cache: WeakMap<FieldIndex, Map<number, V>>, index: FieldIndex, termId: number, make: () => V): V {
+  let perIndex = cache.get(index);
   if (!perIndex) {
     perIndex = new Map();
-    impactOrders.set(index, perIndex);
+    cache.set(index, perIndex);
   }
-  let order = perIndex.get(termId);
-  if (!order) {
-    order = new Uint32Array(scores.length);
+  let value = perIndex.get(termId);
+  if (value === undefined) {
+    value = make();
+    perIndex.set(termId, value);
+  }
+  return value;
+}
+
+function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): Uint32Array {
+  return perTerm(impactOrders, index, termId, () => {
+    const order = new Uint32Array(scores.length);
     for (let i = 0; i < order.length; i++) order[i] = i;
-    order.sort((a, b) => scores[b] - scores[a] || a - b);
-    perIndex.set(termId, order);
-  }
-  return order;
+    return order.sort((a, b) => scores[b] - scores[a] || a - b);
+  });
 }
 
 interface TermImpacts {
@@ -68,20 +75,12 @@ interface TermImpacts {
 }
 const termImpactCache = new WeakMap<FieldIndex, Map<number, TermImpacts>>();
 function termImpacts(index: FieldIndex, termId: number): TermImpacts {
-  let perIndex = termImpactCache.get(index);
-  if (!perIndex) {
-    perIndex = new Map();
-    termImpactCache.set(index, perIndex);
-  }
-  let impacts = perIndex.get(termId);
-  if (!impacts) {
+  return perTerm(termImpactCache, index, termId, () => {
     const scores = termScores(index, termId);
     let max = 0;
     for (let i = 0; i < scores.length; i++) if (scores[i] > max) max = scores[i];
-    impacts = { scores, max };
-    perIndex.set(termId, impacts);
-  }
-  return impacts;
+    return { scores, max };
+  });
 }
 
 /** Position of row in the term's postings, or -1. */
