@@ -10,7 +10,7 @@ import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
-import { buildSearchIndexes, type SearchIndexes } from '../search/indexes.js';
+import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 
 export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
@@ -146,7 +146,7 @@ export class StoreAccess {
 
   constructor(readonly store: Store) {
     const p = store.Property;
-    this.search = buildSearchIndexes(p.rowCount, (row, field) => p.value(row, field));
+    this.search = buildSearchIndexesOfTable(p);
     const point = (field: 'Location' | 'RawLocation'): PointIndex => {
       const c = p.columnOf(field, 'point')!;
       return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));

@@ -39,12 +39,13 @@ class Buffer32 {
 
 /**
  * Builds the index of one field. `textsOf(row, out)` appends the row's source strings for the
- * field, in source order; tokens of all of them together form the field.
+ * field, in source order; tokens of all of them together form the field. With `tokenized`, the
+ * callback appends tokens already (callers that cache the tokens of repeated values).
  */
 export function buildFieldIndex(
   rowCount: number,
   textsOf: (row: number, out: string[]) => void,
-  options: { address: boolean },
+  options: { address: boolean; tokenized?: boolean },
 ): FieldIndex {
   const termIds = new Map<string, number>();
   const terms: string[] = [];
@@ -61,10 +62,13 @@ export function buildFieldIndex(
   let total = 0;
 
   for (let row = 0; row < rowCount; row++) {
-    texts.length = 0;
     tokens.length = 0;
-    textsOf(row, texts);
-    for (const t of texts) tokenizeInto(t, tokens);
+    if (options.tokenized) textsOf(row, tokens);
+    else {
+      texts.length = 0;
+      textsOf(row, texts);
+      for (const t of texts) tokenizeInto(t, tokens);
+    }
     rowTerms.length = 0;
     rowCounts.length = 0;
     for (let token of tokens) {

@@ -312,3 +312,26 @@ describe('ranked top-k (impact-ordered, early stop)', () => {
     expect([...got.rows]).toEqual(want.map(([row]) => row));
   });
 });
+
+describe('indexes read from the column store', () => {
+  it('equal the indexes built from the JSON records (same terms, postings, lengths)', async () => {
+    const { Engine } = await import('../../src/engine.js');
+    const { buildSearchIndexesOfTable } = await import('../../src/search/indexes.js');
+    const records = [...generateListings({ listings: 1200, seed: 'columns' })].map((l) => l.property);
+    // a few rows exercise the agent-name fallbacks and empty values
+    records[0] = { ...records[0], ListAgentFullName: '' };
+    records[1] = { ...records[1], ListAgentFullName: undefined, ListAgentFirstName: 'Zoë', ListAgentLastName: "O'Brien" };
+    const engine = await Engine.open({ data: { Property: records } });
+    const fromColumns = buildSearchIndexesOfTable(engine.store.Property);
+    const fromRecords = indexRecords(records);
+    for (const field of SEARCH_FIELDS) {
+      const a = fromColumns[field];
+      const b = fromRecords[field];
+      expect(a.terms, field).toEqual(b.terms);
+      expect([...a.offsets], field).toEqual([...b.offsets]);
+      expect([...a.rows], field).toEqual([...b.rows]);
+      expect([...a.tfs], field).toEqual([...b.tfs]);
+      expect([...a.lengths], field).toEqual([...b.lengths]);
+    }
+  });
+});
