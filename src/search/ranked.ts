@@ -10,7 +10,7 @@
  * the top k with a heap. DESIGN.md "Text search" has the measurements.
  */
 import { TopKHeap } from '../exec/top-k.js';
-import { BM25_B, BM25_K1, evaluateSearch, idf, type PreparedSearch } from './bm25.js';
+import { BM25_B, BM25_K1, INEXACT_WEIGHT, evaluateSearch, idf, type PreparedSearch } from './bm25.js';
 import type { FieldIndex } from './postings.js';
 
 /** Terms with fewer postings than this are cheaper to evaluate in full than to impact-sort. */
@@ -103,6 +103,8 @@ export function rankSearch(index: FieldIndex, search: PreparedSearch, k: number,
   const heap = new TopKHeap(k);
   const conjunctive = search.minMatches === search.terms.length && search.terms.every((t) => t.inexact.length === 0);
   if (!conjunctive) {
+    const bounded = k > 0 ? rankByMaxScore(index, search, k, accept, tie) : null;
+    if (bounded) return bounded;
     const all = evaluateSearch(index, search);
     for (let i = 0; i < all.rows.length; i++) {
       const row = all.rows[i];
@@ -155,4 +157,91 @@ export function rankSearch(index: FieldIndex, search: PreparedSearch, k: number,
   }
   const { ids: rows, values } = heap.drain();
   return { rows, scores: values };
+}
+
+/** One posting's BM25 term score, computed exactly as evaluateSearch does (weight inside idf). */
+function postingScore(index: FieldIndex, termId: number, weight: number, p: number): number {
+  const w = weight * idf(index.rowCount, index.offsets[termId + 1] - index.offsets[termId]);
+  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
+  const tf = index.tfs[p];
+  return (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + norm * index.lengths[index.rows[p]]));
+}
+
+/**
+ * Top-k for threshold searches (min_matches below the term count, prefix and fuzzy expansions)
+ * without scoring every match: a MaxScore split. The rows of the rarest term are scored in full
+ * (every other term found by binary search) to seed the k-th best score θ; the terms whose
+ * summed upper bounds stay below θ are non-essential — a row holding only those cannot reach the
+ * top k — so only rows of the essential terms' postings are scored. Exact: the same rows and
+ * bit-identical scores as evaluating every match. Returns null when the split would not pay
+ * (no selective seed term, or every term essential); the caller then evaluates in full.
+ */
+export function rankByMaxScore(
+  index: FieldIndex,
+  search: PreparedSearch,
+  k: number,
+  accept: ((row: number) => boolean) | undefined,
+  tie: ArrayLike<number> | undefined,
+): RankedMatch | null {
+  const { offsets, rows } = index;
+  const heap = new TopKHeap(k);
+  const lists = search.terms.map((t) => [
+    ...(t.exact >= 0 ? [{ id: t.exact, weight: 1, exact: true }] : []),
+    ...t.inexact.map((id) => ({ id, weight: INEXACT_WEIGHT, exact: false })),
+  ]);
+  const sizes = lists.map((l) => l.reduce((n, e) => n + offsets[e.id + 1] - offsets[e.id], 0));
+  // Upper bound of each term's score, with slack so rounding can never make it too low.
+  const bounds = lists.map((l) => l.reduce((m, e) => Math.max(m, e.weight * termImpacts(index, e.id).max), 0) * (1 + 1e-9));
+  let seed = 0;
+  for (let i = 1; i < sizes.length; i++) if (sizes[i] < sizes[seed]) seed = i;
+  if (sizes[seed] * 20 > index.rowCount) return null;
+
+  /** Term i's score for a row (exact wins, else the best inexact word), or -1 when it does not match. */
+  const termScore = (i: number, row: number): number => {
+    let best = -1;
+    for (const e of lists[i]) {
+      const p = findPosting(index, e.id, row);
+      if (p < 0) continue;
+      const s = postingScore(index, e.id, e.weight, p);
+      if (e.exact) return s;
+      if (s > best) best = s;
+    }
+    return best;
+  };
+  const seen = new Set<number>();
+  const score = (row: number): void => {
+    if (seen.has(row)) return;
+    seen.add(row);
+    if (accept && !accept(row)) return;
+    let total = 0;
+    let matched = 0;
+    for (let i = 0; i < lists.length; i++) {
+      const s = termScore(i, row);
+      if (s >= 0) {
+        total += s;
+        matched++;
+      }
+    }
+    if (matched >= search.minMatches) heap.offer(row, total, tie ? tie[row] : row);
+  };
+  const scoreTerm = (i: number): void => {
+    for (const e of lists[i]) for (let p = offsets[e.id]; p < offsets[e.id + 1]; p++) score(rows[p]);
+  };
+
+  scoreTerm(seed);
+  if (!heap.full) return null;
+  const theta = heap.threshold;
+  // Non-essential: the lowest-bound terms while their bounds sum below θ.
+  const byBound = bounds.map((_, i) => i).sort((a, b) => bounds[a] - bounds[b]);
+  const essential = new Set(byBound);
+  let sum = 0;
+  for (const i of byBound) {
+    if (sum + bounds[i] >= theta) break;
+    sum += bounds[i];
+    essential.delete(i);
+  }
+  if (essential.size === lists.length) return null;
+  for (const i of essential) if (i !== seed) scoreTerm(i);
+  const { ids, values } = heap.drain();
+  return { rows: ids, scores: values };
 }

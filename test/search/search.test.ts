@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { QueryError } from '../../src/errors.js';
 import { generateListings } from '../../src/generate/dataset.js';
+import { Rng } from '../../src/generate/prng.js';
 import { evaluateSearch, prepareSearch, type SearchMatch } from '../../src/search/bm25.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../../src/search/fields.js';
 import { buildSearchIndexes, type SearchIndexes } from '../../src/search/indexes.js';
 import { osaDistanceAtMostOne } from '../../src/search/lexicon.js';
-import { rankSearch } from '../../src/search/ranked.js';
+import { rankByMaxScore, rankSearch } from '../../src/search/ranked.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 import { ADDRESS_NORMAL_FORM } from '../../src/search/usps.js';
 import { NaiveSearch, osa } from './oracle.js';
@@ -302,6 +303,32 @@ describe('ranked top-k (impact-ordered, early stop)', () => {
     expect([...got.rows]).toEqual(want.map(([row]) => row));
     expect([...got.scores]).toEqual(want.map(([, s]) => s));
     if (text === 'pool granite' && k === 25) expect(got.rows.length).toBe(25);
+  });
+
+  it('threshold and fuzzy searches (MaxScore split) equal sorting every match, for 200 generated queries', () => {
+    const rng = new Rng('maxscore');
+    const pick = (): Rec => records[rng.int(0, records.length - 1)];
+    let split = 0;
+    for (let i = 0; i < 200; i++) {
+      const a = pick();
+      const b = pick();
+      const words = [a.StreetNumber, a.StreetName, rng.pick(['St', 'Street', 'Ave', 'Way', 'Blvd']), b.City, rng.chance(0.5) ? a.PostalCode : 'zzqx', rng.chance(0.3) ? String(a.StreetName).slice(0, 3) : undefined]
+        .filter((w) => w !== undefined).map(String);
+      const text = words.join(' ');
+      const k = rng.pick([1, 5, 10, 25]);
+      const min = rng.chance(0.3) ? rng.int(1, 3) : undefined;
+      const field = rng.chance(0.8) ? 'RawAddressSearchText' : 'KeywordSearchText';
+      const q = field === 'KeywordSearchText' ? `pool ${rng.pick(['granite', 'spa', 'view', 'quartz'])} ${rng.pick(['garage', 'deck', 'xyzzy'])}` : text;
+      const prepared = prepareSearch(indexes[field], q, field === 'KeywordSearchText' ? rng.int(1, 2) : min);
+      const got = rankSearch(indexes[field], prepared, k, { tieRank });
+      if (rankByMaxScore(indexes[field], prepared, k, undefined, tieRank)) split++;
+      const all = evaluateSearch(indexes[field], prepared);
+      const want = [...all.rows].map((row, j) => [row, all.scores[j]] as [number, number])
+        .sort((x, y) => y[1] - x[1] || tieRank[x[0]] - tieRank[y[0]]).slice(0, k);
+      expect([...got.rows], `${field} '${q}' k=${k}`).toEqual(want.map(([row]) => row));
+      expect([...got.scores], `${field} '${q}'`).toEqual(want.map(([, sc]) => sc));
+    }
+    expect(split, 'queries answered through the MaxScore split').toBeGreaterThan(20);
   });
 
   it('applies the accept predicate inside the walk (visibility), not after truncation', () => {
