@@ -1,21 +1,30 @@
 /**
  * A static KD-tree (kdbush) over one point column for `geo.distance(point, POINT) le METERS`.
- * The circle's bounding box (split at the antimeridian, widened to all longitudes near a pole) is
- * a kdbush range query; each hit is then checked with the contract's haversine and the rest of
- * the filter. geokdbush's `around` answers the same question through a distance-ordered priority
- * queue with an object per point, which a radius filter does not need: measured on the 100k
- * bench data (5 km around Seattle, about 1,800 hits) it took ~15 ms against well under 1 ms here
- * (DESIGN.md, "Geo"). Rows come back ascending for the bitset executor.
+ *
+ * A query walks the tree over the circle's bounding box (split at the antimeridian, all
+ * longitudes near a pole) and tests each point where it lies in the tree's own coordinate array,
+ * so the walk reads memory in order: the haversine's `h` with the cosine of each point's latitude
+ * precomputed per tree position, compared with the radius's `h`; only points within a hair of
+ * the circle's edge compute the full distance, so the answer is exactly the contract's
+ * 2R·asin(√h) ≤ METERS. Then the rest of the filter (pushed in, never a post-filter of a truncated
+ * list). geokdbush's `around` answers "nearest first" through a priority queue with an object per
+ * point, which a radius filter does not need (DESIGN.md, "Geo", has the measurements).
  */
 import KDBush from 'kdbush';
 import { haversineMeters, EARTH_RADIUS_M } from './distance.js';
 
+const RAD = Math.PI / 180;
 const DEG = 180 / Math.PI;
+/** Relative band around the circle's edge in which the exact distance decides. */
+const EDGE = 1e-9;
 
 export class PointIndex {
   private readonly tree: KDBush;
   /** KD-tree item -> row id (only rows with a point are in the tree). */
   private readonly rowOf: Uint32Array;
+  /** cos(latitude) per tree position (the order of tree.coords). */
+  private readonly cosAt: Float64Array;
+  private readonly stack: number[] = [];
 
   /** `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. */
   constructor(readonly lon: Float64Array, readonly lat: Float64Array, has: (row: number) => boolean) {
@@ -26,6 +35,9 @@ export class PointIndex {
     for (const row of rows) this.tree.add(lon[row], lat[row]);
     if (rows.length === 0) this.tree.add(0, 0); // kdbush needs one item; rowOf keeps it unreachable
     this.tree.finish();
+    const { coords } = this.tree;
+    this.cosAt = new Float64Array(this.tree.ids.length);
+    for (let i = 0; i < this.cosAt.length; i++) this.cosAt[i] = Math.cos(coords[2 * i + 1] * RAD);
   }
 
   get size(): number {
@@ -40,28 +52,60 @@ export class PointIndex {
     const dLat = angle * DEG;
     const minLat = lat - dLat;
     const maxLat = lat + dLat;
-    const boxes: Array<[number, number, number, number]> = [];
+    const out: number[] = [];
+    const search = (x0: number, y0: number, x1: number, y1: number): void => this.walk(x0, y0, x1, y1, lon, lat, meters, accept, out);
     if (minLat <= -90 || maxLat >= 90 || angle >= Math.PI / 2) {
-      boxes.push([-180, Math.max(-90, minLat), 180, Math.min(90, maxLat)]);
+      search(-180, Math.max(-90, minLat), 180, Math.min(90, maxLat));
     } else {
       // the widest longitude span of the circle, at the latitude nearest a pole
-      const dLon = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat / DEG))) * DEG;
+      const dLon = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat * RAD))) * DEG;
       const west = lon - dLon;
       const east = lon + dLon;
-      if (dLon >= 180) boxes.push([-180, minLat, 180, maxLat]);
+      if (dLon >= 180) search(-180, minLat, 180, maxLat);
       else {
-        boxes.push([Math.max(-180, west), minLat, Math.min(180, east), maxLat]);
-        if (west < -180) boxes.push([west + 360, minLat, 180, maxLat]);
-        if (east > 180) boxes.push([-180, minLat, east - 360, maxLat]);
-      }
-    }
-    const out: number[] = [];
-    for (const [x0, y0, x1, y1] of boxes) {
-      for (const item of this.tree.range(x0, y0, x1, y1)) {
-        const row = this.rowOf[item];
-        if (haversineMeters(lon, lat, this.lon[row], this.lat[row]) <= meters && (!accept || accept(row))) out.push(row);
+        search(Math.max(-180, west), minLat, Math.min(180, east), maxLat);
+        if (west < -180) search(west + 360, minLat, 180, maxLat);
+        if (east > 180) search(-180, minLat, east - 360, maxLat);
       }
     }
     return Uint32Array.from(out).sort();
+  }
+
+  /** kdbush's range walk over its sorted arrays, testing each point in place. */
+  private walk(minX: number, minY: number, maxX: number, maxY: number, qLon: number, qLat: number, meters: number, accept: ((row: number) => boolean) | undefined, out: number[]): void {
+    const { ids, coords, nodeSize } = this.tree;
+    const { rowOf, cosAt, stack } = this;
+    const cosQ = Math.cos(qLat * RAD);
+    const half = Math.min(Math.PI, meters / EARTH_RADIUS_M) / 2;
+    const hLimit = half >= Math.PI / 2 ? 1 : Math.sin(half) ** 2;
+    const test = (i: number): void => {
+      const x = coords[2 * i];
+      const y = coords[2 * i + 1];
+      if (x < minX || x > maxX || y < minY || y > maxY) return;
+      const s1 = Math.sin(((y - qLat) * RAD) / 2);
+      const s2 = Math.sin(((x - qLon) * RAD) / 2);
+      const h = s1 * s1 + cosQ * cosAt[i] * s2 * s2;
+      if (h > hLimit * (1 + EDGE)) return;
+      const row = rowOf[ids[i]];
+      if (h >= hLimit * (1 - EDGE) && haversineMeters(qLon, qLat, x, y) > meters) return;
+      if (!accept || accept(row)) out.push(row);
+    };
+    stack.length = 0;
+    stack.push(0, ids.length - 1, 0);
+    while (stack.length > 0) {
+      const axis = stack.pop()!;
+      const right = stack.pop()!;
+      const left = stack.pop()!;
+      if (right - left <= nodeSize) {
+        for (let i = left; i <= right; i++) test(i);
+        continue;
+      }
+      const m = (left + right) >> 1;
+      test(m);
+      const x = coords[2 * m];
+      const y = coords[2 * m + 1];
+      if (axis === 0 ? minX <= x : minY <= y) stack.push(left, m - 1, 1 - axis);
+      if (axis === 0 ? maxX >= x : maxY >= y) stack.push(m + 1, right, 1 - axis);
+    }
   }
 }
