@@ -21,7 +21,7 @@ import { bindApply, type BoundGrouping } from './plan/bind-apply.js';
 import { describeGrouping, runApply } from './exec/aggregate.js';
 import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
 import { rankSearch } from './search/ranked.js';
-import { getBit, popcount } from './store/bits.js';
+import { getBit, popcount32 } from './store/bits.js';
 import { ParentKeyColumn, type JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
 import type { Store } from './store/store.js';
@@ -326,7 +326,7 @@ export class Engine {
       if (p.source.kind === 'lookup' && restEval === null) {
         // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in)
         const terms = p.sources !== undefined && table === this.store.Property ? [...p.source.terms, { field: 'OriginatingSystemName', values: p.sources }] : p.source.terms;
-        if (visible === null || terms !== p.source.terms) return popcount(this.lookupBits(p, { kind: 'lookup', terms }), table.rowCount);
+        if (visible === null || terms !== p.source.terms) return this.lookupCount(p, { kind: 'lookup', terms });
       }
       return this.collect(p, acceptRest).length;
     };
@@ -415,21 +415,50 @@ export class Engine {
   }
 
   /** AND over the lookup terms of (OR over each term's values) of per-value bitsets. */
-  private lookupBits(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): Uint32Array {
-    let out: Uint32Array | null = null;
-    for (const t of s.terms) {
+  /**
+   * One bitset per lookup term: the value's own cached bitset when the term has one value (no
+   * copy), else the OR of the values' bitsets.
+   */
+  private termBits(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): Uint32Array[] {
+    const words = (p.table.rowCount + 31) >>> 5;
+    return s.terms.map((t) => {
       const col = p.table.columnOf(t.field, 'dictionary')!;
-      const term = new Uint32Array((p.table.rowCount + 31) >>> 5);
-      for (const v of t.values) {
-        const code = col.dictionary.indexOf(v);
-        if (code <= 0) continue;
+      const codes = t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0);
+      if (codes.length === 1) return p.access.valueBits(t.field, codes[0]);
+      const term = new Uint32Array(words);
+      for (const code of codes) {
         const bits = p.access.valueBits(t.field, code);
-        for (let w = 0; w < term.length; w++) term[w] |= bits[w];
+        for (let w = 0; w < words; w++) term[w] |= bits[w];
       }
-      if (out === null) out = term;
-      else for (let w = 0; w < out.length; w++) out[w] &= term[w];
+      return term;
+    });
+  }
+
+  /** AND over the lookup terms of (OR over each term's values) of per-value bitsets. */
+  private lookupBits(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): Uint32Array {
+    const terms = this.termBits(p, s);
+    const out = new Uint32Array((p.table.rowCount + 31) >>> 5);
+    if (terms.length === 0) return out;
+    out.set(terms[0]);
+    for (let t = 1; t < terms.length; t++) {
+      const bits = terms[t];
+      for (let w = 0; w < out.length; w++) out[w] &= bits[w];
     }
-    return out ?? new Uint32Array((p.table.rowCount + 31) >>> 5);
+    return out;
+  }
+
+  /** Rows in every lookup term: a popcount of the AND, word by word, with no bitset built. */
+  private lookupCount(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): number {
+    const terms = this.termBits(p, s);
+    if (terms.length === 0) return 0;
+    const words = terms[0].length;
+    let n = 0;
+    for (let w = 0; w < words; w++) {
+      let x = terms[0][w];
+      for (let t = 1; t < terms.length && x !== 0; t++) x &= terms[t][w];
+      if (x !== 0) n += popcount32(x);
+    }
+    return n;
   }
 
   private project(table: Table, row: number, p: Prepared): Record<string, JsonValue> {
