@@ -304,22 +304,15 @@ export class Engine {
       }
       return getBit(bits, row);
     };
-    const residual: Evaluator | null = p.filter
-      ? compile(p.filter, {
-          table,
-          nowMs: p.nowMs,
-          searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row),
-          geoHit,
-        })
-      : null;
     const visible = p.visible;
-    const accept = (row: number): boolean => (visible === null || visible(row)) && (residual === null || residual(row) === true);
-    // A candidate source (or the ranked walk) answers some conjuncts exactly: test only the rest.
+    // The filter as a closure, less the conjuncts an access path answers exactly itself.
     const residualWithout = (answered: ReadonlySet<Bound>): Evaluator | null => {
       const rest = andOf(conjuncts(p.filter).filter((e) => !answered.has(e)));
       return rest ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoHit }) : null;
     };
     const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
+    /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
+    const accept = acceptWith(residualWithout(new Set()));
     const restEval = residualWithout(p.answered);
     const acceptRest = acceptWith(restEval);
     const countMatches = (): number => {
