@@ -32,16 +32,9 @@ export interface RankOptions {
 const impactOrders = new WeakMap<FieldIndex, Map<number, Uint32Array>>();
 
 function termScores(index: FieldIndex, termId: number): Float64Array {
-  const { offsets, rows, tfs, lengths } = index;
-  const start = offsets[termId];
-  const n = offsets[termId + 1] - start;
-  const w = idf(index.rowCount, n);
-  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const tf = tfs[start + i];
-    out[i] = (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + norm * lengths[rows[start + i]]));
-  }
+  const start = index.offsets[termId];
+  const out = new Float64Array(index.offsets[termId + 1] - start);
+  for (let i = 0; i < out.length; i++) out[i] = postingScore(index, termId, 1, start + i);
   return out;
 }
 
