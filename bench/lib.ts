@@ -10,6 +10,12 @@ export interface BenchOptions {
   readonly sizes: readonly number[];
   /** Reduced iteration counts (used by `--quick`). */
   readonly quick: boolean;
+  /** The `--only` values (bench names or, for the comparison, family ids such as Q4 or L). */
+  readonly only: readonly string[];
+  /** The comparison's peers (`--peers sqlite,orama`); empty for all. */
+  readonly peers: readonly string[];
+  /** Seconds a comparison peer may take to load before it is reported as not finished. */
+  readonly loadTimeoutS?: number;
   /** Progress output for a terminal (stderr), never part of the results. */
   readonly log: (line: string) => void;
 }

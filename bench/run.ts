@@ -1,7 +1,9 @@
 /**
- * `npm run bench [-- --size 100k] [--only NAME] [--quick]`
+ * `npm run bench [-- --size 100k] [--only NAME] [--quick] [--peers sqlite,orama] [--load-timeout S]`
  *
- * Runs every bench/*.bench.ts in its own child process (clean heap figures), then writes
+ * `--only` takes a bench name (query, search, compare, ...) or a comparison family (Q1–Q10, L),
+ * which runs just that family in bench/compare.bench.ts; `--peers` and `--load-timeout` are the
+ * comparison's. Runs every selected bench/*.bench.ts in its own child process (clean heap figures), then writes
  * bench/results/<timestamp>.json (with machine, Node version, date and commit) and prints a
  * markdown table. Progress goes to stderr.
  */
@@ -14,6 +16,9 @@ import type { BenchFile, BenchRow } from './lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+/** An `--only` value naming a comparison family rather than a bench. */
+const FAMILY = /^(Q\d+|L)$/i;
+
 function parseSize(text: string): number {
   const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text);
   if (!m) throw new Error(`--size takes a count such as 100k or 1m, not '${text}'`);
@@ -21,17 +26,19 @@ function parseSize(text: string): number {
   return Math.round(Number(m[1]) * mult);
 }
 
-interface Args { sizes: number[]; only: string[]; quick: boolean; child?: string }
+interface Args { sizes: number[]; only: string[]; quick: boolean; peers: string[]; loadTimeoutS?: number; child?: string }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { sizes: [], only: [], quick: false };
+  const args: Args = { sizes: [], only: [], quick: false, peers: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--size') args.sizes.push(parseSize(argv[++i] ?? ''));
     else if (a === '--only') args.only.push(argv[++i] ?? '');
     else if (a === '--quick') args.quick = true;
+    else if (a === '--peers') args.peers.push(...(argv[++i] ?? '').split(',').filter(Boolean));
+    else if (a === '--load-timeout') args.loadTimeoutS = Number(argv[++i]);
     else if (a === '--child') args.child = argv[++i];
-    else throw new Error(`unknown argument '${a}' (use --size N, --only NAME, --quick)`);
+    else throw new Error(`unknown argument '${a}' (use --size N, --only NAME, --quick, --peers A,B, --load-timeout S)`);
   }
   if (args.sizes.length === 0) args.sizes = [100_000, 1_000_000];
   return args;
@@ -42,6 +49,9 @@ async function runChild(file: string, args: Args): Promise<void> {
   const rows = await mod.default.run({
     sizes: args.sizes,
     quick: args.quick,
+    only: args.only,
+    peers: args.peers,
+    loadTimeoutS: args.loadTimeoutS,
     log: (line) => process.stderr.write(`  ${line}\n`),
   });
   process.stdout.write(JSON.stringify(rows));
@@ -66,7 +76,7 @@ async function main(): Promise<void> {
 
   const files = readdirSync(here)
     .filter((f) => f.endsWith('.bench.ts'))
-    .filter((f) => args.only.length === 0 || args.only.some((o) => f.toLowerCase().includes(o.toLowerCase())))
+    .filter((f) => args.only.length === 0 || args.only.some((o) => (FAMILY.test(o) ? f === 'compare.bench.ts' : f.toLowerCase().includes(o.toLowerCase()))))
     .sort();
   const rows: BenchRow[] = [];
   const passThrough = process.argv.slice(2);

@@ -31,11 +31,11 @@ export interface FamilyParams {
   readonly Q3: { terms: string; minMatches: number; top: number };
   /** Location within radiusM of (lat, lon) and StandardStatus eq status; ListPrice desc; top. */
   readonly Q4: { lat: number; lon: number; radiusM: number; status: string; top: number };
-  /** StandardStatus eq status, grouped by City (null is a group): count, nearest-rank median and p90 of ListPrice. */
+  /** StandardStatus eq status, grouped by City (null is a group): count, nearest-rank median and p90 of ListPrice; every group (reso-engine: $top=1000, one page). */
   readonly Q5: { status: string };
   /** search.text(KeywordSearchText, terms) (all terms) and Location within radiusM and priceMin <= ListPrice <= priceMax; relevance desc; top. */
   readonly Q6: { terms: string; lat: number; lon: number; radiusM: number; priceMin: number; priceMax: number; top: number };
-  /** search.text(ListAgentSearchText, terms) (all terms): every matching ListingKey, any order. */
+  /** search.text(ListAgentSearchText, terms) (all terms): every matching ListingKey, any order (reso-engine: one page of up to 50,000, its maximum). */
   readonly Q7: { terms: string };
   /** StandardStatus eq status; ModificationTimestamp desc (as instants); skip; top. */
   readonly Q8: { status: string; skip: number; top: number };
@@ -54,7 +54,8 @@ export interface Group {
 
 /** What a peer returns for a family. */
 export type Answer =
-  | { readonly kind: 'keys'; readonly keys: readonly string[] }
+  /** `acceptable` (the reference's ranked answers only): every key scoring at least the k-th score. */
+  | { readonly kind: 'keys'; readonly keys: readonly string[]; readonly acceptable?: readonly string[] }
   | { readonly kind: 'count'; readonly count: number }
   | { readonly kind: 'groups'; readonly groups: readonly Group[] };
 
@@ -88,7 +89,9 @@ export function familiesOf(dir: string): Families {
     Q3: { terms: street, minMatches: Math.ceil(0.4 * new Set(tokenize(street).map(normalizeAddressToken)).size), top: 10 },
     Q4: { ...SEATTLE, radiusM: 5000, status: 'Active', top: 100 },
     Q5: { status: 'Active' },
-    Q6: { terms: 'ocean view', ...SAN_DIEGO, radiusM: 20_000, priceMin: 200_000, priceMax: 2_000_000, top: 25 },
+    // The issue writes 'ocean view'; generated remarks say "views" (and no listing holds the word
+    // "view"), so 'ocean view' would match nothing and time an empty answer.
+    Q6: { terms: 'ocean views', ...SAN_DIEGO, radiusM: 20_000, priceMin: 200_000, priceMax: 2_000_000, top: 25 },
     Q7: { terms: `${first.ListAgentFirstName as string} ${first.ListAgentLastName as string}` },
     Q8: { status: 'Active', skip: 5000, top: 100 },
     Q9: { status: 'Active', propertyType: 'Residential', city: 'Seattle' },
@@ -101,9 +104,9 @@ export function familiesOf(dir: string): Families {
     Q2: `$filter=search.text(KeywordSearchText,'${p.Q2.terms}')&$orderby=relevance desc&$top=${p.Q2.top}`,
     Q3: `$filter=search.text(RawAddressSearchText,'${p.Q3.terms}')&$orderby=relevance desc&$top=${p.Q3.top}`,
     Q4: `$filter=geo.distance(Location, ${point(p.Q4)}) le ${p.Q4.radiusM} and StandardStatus eq '${p.Q4.status}'&$orderby=ListPrice desc&$top=${p.Q4.top}`,
-    Q5: `$apply=filter(StandardStatus eq '${p.Q5.status}')/groupby((City),aggregate($count as N,ListPrice with median as Median,ListPrice with p90 as P90))`,
+    Q5: `$apply=filter(StandardStatus eq '${p.Q5.status}')/groupby((City),aggregate($count as N,ListPrice with median as Median,ListPrice with p90 as P90))&$top=1000`,
     Q6: `$filter=search.text(KeywordSearchText,'${p.Q6.terms}') and geo.distance(Location, ${point(p.Q6)}) le ${p.Q6.radiusM} and ListPrice ge ${p.Q6.priceMin} and ListPrice le ${p.Q6.priceMax}&$orderby=relevance desc&$top=${p.Q6.top}`,
-    Q7: `$filter=search.text(ListAgentSearchText,'${p.Q7.terms}')&$top=1000000&$select=ListingKey`,
+    Q7: `$filter=search.text(ListAgentSearchText,'${p.Q7.terms}')&$top=50000&$select=ListingKey`,
     Q8: `$filter=StandardStatus eq '${p.Q8.status}'&$orderby=ModificationTimestamp desc&$skip=${p.Q8.skip}&$top=${p.Q8.top}`,
     Q9: `$filter=StandardStatus eq '${p.Q9.status}' and PropertyType eq '${p.Q9.propertyType}' and City eq '${p.Q9.city}'&$count=true&$top=0`,
     Q10: `$filter=ListingId eq '${p.Q10.listingId}'&$select=ListingKey`,

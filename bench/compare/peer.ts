@@ -17,6 +17,8 @@ export interface Peer {
    * timing), or a string saying why the peer cannot express the family natively (reported n/a).
    */
   prepare<F extends FamilyId>(family: F, params: FamilyParams[F], families: Families): (() => Answer) | string;
+  /** How the peer answers a family (its plan), when it can say. */
+  explain?(families: Families, family: FamilyId): string;
 }
 
 /** A peer module default-exports a factory, so the child process loads only the one it runs. */
