@@ -16,12 +16,13 @@
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DoneReport, FamilyReport, LoadReport } from './compare/child.js';
 import { CHECK, FAMILY_IDS, familiesOf, type Answer, type FamilyId } from './compare/families.js';
 import { benchDataset } from './data.js';
-import type { BenchFile, BenchOptions, BenchRow } from './lib.js';
+import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -232,8 +233,20 @@ const bench: BenchFile = {
       }
       markdown.push(table(size, runs, verdicts, families, ratios));
     }
+    const command = [
+      'npm run bench --',
+      ...options.sizes.map((n) => `--size ${n % 1_000_000 === 0 ? `${n / 1_000_000}m` : `${n / 1000}k`}`),
+      ...(options.only.length ? options.only.map((o) => `--only ${o}`) : ['--only compare']),
+      ...(options.peers.length ? [`--peers ${options.peers.join(',')}`] : []),
+      ...(options.quick ? ['--quick'] : []),
+    ].join(' ');
+    const header = [
+      `Produced by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (commit ${gitCommit()}, Node ${process.version}, ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB).`,
+      'Medians and p95 over the stated number of runs after warm-up; reso-engine runs each family as an OData string through `engine.query` with its plan cache on.',
+      '✓/✗: the answer checked against the naive scan (ranked families: recall@k against textbook BM25).',
+    ].join('\n');
     const out = path.join(here, 'results', 'compare-latest.md');
-    writeFileSync(out, `${markdown.join('\n\n')}\n`);
+    writeFileSync(out, `${header}\n\n${markdown.join('\n\n')}\n`);
     options.log(`comparison tables written to ${path.relative(process.cwd(), out)}`);
     return rows;
   },

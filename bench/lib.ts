@@ -3,7 +3,19 @@
  * BenchFile; bench/run.ts runs each in its own child process so memory figures stay clean, and
  * collects the rows into JSON and a markdown table.
  */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Bench } from 'tinybench';
+
+/** The short hash of the checked-out commit, for reports. */
+export function gitCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: path.dirname(fileURLToPath(import.meta.url)), encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
 
 export interface BenchOptions {
   /** Data set sizes to run, e.g. [100_000, 1_000_000]; a bench that has no size ignores it. */

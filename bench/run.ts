@@ -7,12 +7,12 @@
  * bench/results/<timestamp>.json (with machine, Node version, date and commit) and prints a
  * markdown table. Progress goes to stderr.
  */
-import { spawnSync, execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { BenchFile, BenchRow } from './lib.js';
+import { gitCommit, type BenchFile, type BenchRow } from './lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -62,14 +62,6 @@ function fmt(n: number | undefined, digits = 3): string {
   return n >= 1000 ? Math.round(n).toLocaleString('en-US') : n.toPrecision(digits);
 }
 
-function commit(): string {
-  try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.child) return runChild(args.child, args);
@@ -93,7 +85,7 @@ async function main(): Promise<void> {
 
   const report = {
     date: new Date().toISOString(),
-    commit: commit(),
+    commit: gitCommit(),
     node: process.version,
     machine: { cpus: os.cpus().map((c) => c.model)[0], cores: os.cpus().length, memoryBytes: os.totalmem(), platform: `${os.platform()} ${os.arch()}` },
     args: { sizes: args.sizes, only: args.only, quick: args.quick },
