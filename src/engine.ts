@@ -350,7 +350,11 @@ export class Engine {
     } else if (p.strategy.kind === 'walk') {
       const perm = access.sortedBy(p.strategy.field)!;
       const range = rangeOf(perm, table, p.strategy.field, conjuncts(p.filter));
-      ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, accept, need);
+      // With dictionary lookups as the source, a bit test stands in for their closures.
+      const source = p.source;
+      const bits = source.kind === 'lookup' ? this.lookupBits(p, source) : null;
+      const walkAccept = bits === null ? accept : (row: number): boolean => getBit(bits, row) && acceptRest(row);
+      ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, walkAccept, need);
     } else {
       const matches = this.collect(p, acceptRest);
       count = matches.length;
@@ -407,7 +411,6 @@ export class Engine {
     }
   }
 
-  /** AND over the lookup terms of (OR over each term's values) of per-value bitsets. */
   /**
    * One bitset per lookup term: the value's own cached bitset when the term has one value (no
    * copy), else the OR of the values' bitsets.
