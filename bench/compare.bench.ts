@@ -173,6 +173,10 @@ const bench: BenchFile = {
         options.log(`${label}: ${id}`);
         runs.push(await runPeer(id, dir, wantLoadOnly ? 'none' : families, options));
       }
+      if (!wantLoadOnly) {
+        options.log(`${label}: reso-engine returning keys`);
+        runs.splice(1, 0, { ...(await runPeer('reso-engine', dir, families, options, { RESO_COMPARE_SELECT_KEYS: '1' })), id: 'reso-engine-keys' });
+      }
       options.log(`${label}: reso-engine without Media (load only)`);
       runs.push({ ...(await runPeer('reso-engine', dir, 'none', options, { RESO_COMPARE_PROPERTY_ONLY: '1' })), id: 'reso-engine-property-only' });
 
@@ -192,15 +196,19 @@ const bench: BenchFile = {
       const own = runs.find((r) => r.id === 'reso-engine-property-only')?.load;
       const fastest = runs.filter((r) => !r.id.startsWith('reso-engine') && r.load).sort((a, b) => a.load!.loadMs - b.load!.loadMs)[0];
       if (own && fastest) ratios.L = `${(own.loadMs / fastest.load!.loadMs).toPrecision(2)} (Property only, vs ${fastest.load!.peer})`;
+      const peersOnly = runs.filter((r) => !r.id.startsWith('reso-engine'));
       for (const id of families) {
-        const engine = runs[0].families[id];
-        if (engine?.status !== 'ok') continue;
-        const best = runs
-          .filter((r) => r.id !== 'reso-engine' && r.id !== 'reso-engine-property-only')
+        const best = peersOnly
           .map((r) => ({ r, f: r.families[id] }))
           .filter(({ r, f }) => f?.status === 'ok' && (r.id === 'naive' || verdicts.get(r.id)?.[id]?.correct))
           .sort((a, b) => (a.f as { medianMs: number }).medianMs - (b.f as { medianMs: number }).medianMs)[0];
-        if (best) ratios[id] = `${(engine.medianMs / (best.f as { medianMs: number }).medianMs).toPrecision(2)} (vs ${best.r.load?.peer ?? best.r.id})`;
+        if (!best) continue;
+        const bestMs = (best.f as { medianMs: number }).medianMs;
+        const parts = ['reso-engine', 'reso-engine-keys'].flatMap((engineId) => {
+          const f = runs.find((r) => r.id === engineId)?.families[id];
+          return f?.status === 'ok' ? [`${engineId === 'reso-engine' ? '' : 'keys: '}${(f.medianMs / bestMs).toPrecision(2)}`] : [];
+        });
+        ratios[id] = `${parts.join('; ')} (vs ${best.r.load?.peer ?? best.r.id})`;
       }
 
       for (const run of runs) {

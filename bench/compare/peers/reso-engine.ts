@@ -7,7 +7,9 @@
  * timed call, as every peer's own mapping is.
  *
  * RESO_COMPARE_PROPERTY_ONLY=1 opens a directory holding only Property.jsonl (a symbolic link), to
- * report the load time and memory without Media.
+ * report the load time and memory without Media. RESO_COMPARE_SELECT_KEYS=1 adds
+ * `$select=ListingKey` to the families that return records, so that reso-engine returns what the
+ * peers return (keys), for a like-for-like comparison beside the issue's queries.
  */
 import { mkdtempSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -24,8 +26,11 @@ class ResoEnginePeer implements Peer {
   readonly loads: string;
   private engine!: Engine;
 
-  constructor(private readonly propertyOnly: boolean) {
-    this.name = propertyOnly ? 'reso-engine (Property only)' : 'reso-engine';
+  constructor(
+    private readonly propertyOnly: boolean,
+    private readonly selectKeys: boolean,
+  ) {
+    this.name = propertyOnly ? 'reso-engine (Property only)' : selectKeys ? 'reso-engine ($select=ListingKey)' : 'reso-engine';
     this.loads = propertyOnly ? 'Property only, all indexes' : 'Property + Media + OpenHouse, all indexes';
   }
 
@@ -39,17 +44,22 @@ class ResoEnginePeer implements Peer {
   }
 
   prepare<F extends FamilyId>(family: F, _params: FamilyParams[F], families: Families): () => Answer {
-    const q = families.odata[family];
     const engine = this.engine;
+    const q = this.queryOf(families, family);
     if (family === 'Q5') return () => ({ kind: 'groups', groups: engine.query('Property', q).value as never });
     if (family === 'Q9') return () => ({ kind: 'count', count: engine.query('Property', q)['@odata.count']! });
     return () => ({ kind: 'keys', keys: engine.query('Property', q).value.map((r) => r.ListingKey as string) });
   }
 
+  private queryOf(families: Families, family: FamilyId): string {
+    const q = families.odata[family];
+    return this.selectKeys && !/\$select|\$apply|\$top=0/.test(q) ? `${q}&$select=ListingKey` : q;
+  }
+
   /** The plan each family runs, for the report. */
   explain(families: Families, family: FamilyId): string {
-    return this.engine.explain('Property', families.odata[family]).split('\n').filter((l) => /candidates|order/.test(l)).join('; ');
+    return this.engine.explain('Property', this.queryOf(families, family)).split('\n').filter((l) => /candidates|order/.test(l)).join('; ');
   }
 }
 
-export default (): Peer => new ResoEnginePeer(process.env.RESO_COMPARE_PROPERTY_ONLY === '1');
+export default (): Peer => new ResoEnginePeer(process.env.RESO_COMPARE_PROPERTY_ONLY === '1', process.env.RESO_COMPARE_SELECT_KEYS === '1');
