@@ -11,6 +11,8 @@ export type { LoadReport, ResourceLoadReport } from './store/store.js';
 export type { LocalFieldInfo } from './store/ingest.js';
 export type { EdmType, FieldDef, FieldOrigin, ResourceName } from './schema/types.js';
 export { Engine, DEFAULT_PAGE_SIZE, TOP_LIMITS } from './engine.js';
+export { SnapshotError } from './snapshot/file.js';
+export type { SnapshotErrorCode } from './snapshot/file.js';
 export type { EngineOpenOptions, QueryInput, QueryOptions, QueryResource, QueryResult } from './engine.js';
 export { createHandler } from './service/handler.js';
 export type { Handler, HandlerOptions } from './service/handler.js';

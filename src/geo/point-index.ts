@@ -18,6 +18,14 @@ const DEG = 180 / Math.PI;
 /** Relative band around the circle's edge in which the exact distance decides. */
 const EDGE = 1e-9;
 
+/** A built index's own arrays (snapshots store them; `PointIndex.fromState` adopts them as they are). */
+export interface PointIndexState {
+  /** kdbush's buffer (header, ids, coordinates): `KDBush.from` reads it back. */
+  readonly tree: ArrayBuffer;
+  readonly rowOf: Uint32Array;
+  readonly cosAt: Float64Array;
+}
+
 export class PointIndex {
   private readonly tree: KDBush;
   /** KD-tree item -> row id (only rows with a point are in the tree). */
@@ -26,8 +34,17 @@ export class PointIndex {
   private readonly cosAt: Float64Array;
   private readonly stack: number[] = [];
 
-  /** `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. */
-  constructor(readonly lon: Float64Array, readonly lat: Float64Array, has: (row: number) => boolean) {
+  /**
+   * `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. Given a
+   * state instead (`fromState`), the index adopts it without building anything.
+   */
+  constructor(readonly lon: Float64Array, readonly lat: Float64Array, has: ((row: number) => boolean) | PointIndexState) {
+    if (typeof has !== 'function') {
+      this.tree = KDBush.from(has.tree);
+      this.rowOf = has.rowOf;
+      this.cosAt = has.cosAt;
+      return;
+    }
     const rows: number[] = [];
     for (let row = 0; row < lon.length; row++) if (has(row)) rows.push(row);
     this.rowOf = Uint32Array.from(rows);
@@ -38,6 +55,30 @@ export class PointIndex {
     const { coords } = this.tree;
     this.cosAt = new Float64Array(this.tree.ids.length);
     for (let i = 0; i < this.cosAt.length; i++) this.cosAt[i] = Math.cos(coords[2 * i + 1] * RAD);
+  }
+
+  /**
+   * The index over `lon`/`lat` from the `state` of one built over the same coordinates, adopted
+   * as it is (nothing rebuilt). Throws an Error saying what does not fit when the arrays could
+   * not come from such an index (sizes, ids or rows out of range), so that a bad state fails here
+   * and never in a query.
+   */
+  static fromState(lon: Float64Array, lat: Float64Array, state: PointIndexState): PointIndex {
+    const index = new PointIndex(lon, lat, state);
+    const { ids, coords, numItems } = index.tree;
+    const { rowOf, cosAt } = state;
+    if (lon.length !== lat.length) throw new Error(`${lon.length} longitudes but ${lat.length} latitudes`);
+    if (!(coords instanceof Float64Array)) throw new Error('the tree does not hold Float64 coordinates');
+    if (numItems !== Math.max(1, rowOf.length)) throw new Error(`the tree holds ${numItems} points for ${rowOf.length} rows`);
+    if (cosAt.length !== numItems) throw new Error(`${cosAt.length} cosines for ${numItems} points`);
+    for (let i = 0; i < ids.length; i++) if (ids[i] >= numItems) throw new Error(`tree id ${ids[i]} out of range`);
+    for (let i = 0; i < rowOf.length; i++) if (rowOf[i] >= lon.length) throw new Error(`row ${rowOf[i]} out of range`);
+    return index;
+  }
+
+  /** The arrays that make up the index (no copies). */
+  get state(): PointIndexState {
+    return { tree: this.tree.data as ArrayBuffer, rowOf: this.rowOf, cosAt: this.cosAt };
   }
 
   get size(): number {

@@ -139,12 +139,24 @@ export class TableAccess {
 
 }
 
-export class StoreAccess {
+/** The indexes StoreAccess builds when it is created (what a snapshot stores beside the store). */
+export interface StoreIndexes {
+  readonly search: SearchIndexes;
+  readonly points: Readonly<Record<'Location' | 'RawLocation', PointIndex>>;
+}
+
+export class StoreAccess implements StoreIndexes {
   private readonly tables = new Map<Table, TableAccess>();
   readonly search: SearchIndexes;
   readonly points: Readonly<Record<'Location' | 'RawLocation', PointIndex>>;
 
-  constructor(readonly store: Store) {
+  /** Builds the search and point indexes of the store's listings, unless `built` has them already (a snapshot). */
+  constructor(readonly store: Store, built?: StoreIndexes) {
+    if (built !== undefined) {
+      this.search = built.search;
+      this.points = built.points;
+      return;
+    }
     const p = store.Property;
     this.search = buildSearchIndexesOfTable(p);
     const point = (field: 'Location' | 'RawLocation'): PointIndex => {

@@ -39,6 +39,16 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   RateLimited: 429,
   // 500: a defect
   InternalError: 500,
+  // 500: snapshot errors happen when an engine is opened or saved, never in a request; should one
+  // reach a handler, it is the server's failure (logged by onError; the client learns no path)
+  SnapshotNotFound: 500,
+  SnapshotForeign: 500,
+  SnapshotVersion: 500,
+  SnapshotTruncated: 500,
+  SnapshotCorrupt: 500,
+  SnapshotUnreadable: 500,
+  SnapshotWriteFailed: 500,
+  SnapshotUnsupportedHost: 500,
 });
 
 /** An error of the HTTP layer: a stable code (status from STATUS_BY_CODE) plus response headers. */

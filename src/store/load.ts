@@ -363,8 +363,8 @@ function bad(file: string, field: string, reason: string): never {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** accounts.json: `{"accounts": [{"username", "password_hash", "sources": [...]}]}`. */
-function checkAccounts(value: unknown, file: string): unknown {
+/** accounts.json: `{"accounts": [{"username", "password_hash", "sources": [...]}]}` (also checks a snapshot's copy). */
+export function checkAccounts(value: unknown, file: string): unknown {
   if (!isObject(value) || !Array.isArray(value.accounts)) bad(file, 'accounts', 'expected an object with an "accounts" array');
   value.accounts.forEach((a: unknown, i: number) => {
     const at = `accounts[${i}]`;
@@ -376,8 +376,8 @@ function checkAccounts(value: unknown, file: string): unknown {
   return value;
 }
 
-/** mls_profiles.json: `{"<code>": {"originating_system_name", ...}}`. */
-function checkProfiles(value: unknown, file: string): unknown {
+/** mls_profiles.json: `{"<code>": {"originating_system_name", ...}}` (also checks a snapshot's copy). */
+export function checkProfiles(value: unknown, file: string): unknown {
   if (!isObject(value)) bad(file, '', 'expected an object of profiles by source code');
   for (const [code, p] of Object.entries(value)) {
     if (!isObject(p)) bad(file, code, 'expected an object');

@@ -3,6 +3,9 @@
  * movable clock for tokens and throttles, cheap scrypt accounts, and request helpers that call
  * the handler in-process with standard `Request` objects.
  */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Engine } from '../../src/engine.js';
 import { hashPassword } from '../../src/generate/dataset.js';
 import { createHandler, type Handler, type HandlerOptions } from '../../src/service/handler.js';
@@ -94,4 +97,58 @@ export function expectErrorShape(c: Call, status: number, code: string): void {
   if (Object.keys(c.json as object).length !== 1) throw new Error(`error body has more than "error": ${c.text}`);
   if (/\bat .+:\d+:\d+/.test(c.text) || c.text.includes('node_modules') || c.text.includes('.ts:')) throw new Error(`error body carries a stack: ${c.text}`);
   if (c.headers.get('odata-version') !== '4.01') throw new Error('error without OData-Version 4.01');
+}
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** `reso-engine ARGS` from the TypeScript sources, as a child process in the repository. */
+export function runCli(args: string[]): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src/adapters/cli.ts'), ...args], { cwd: repo, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/** Runs the CLI to its end. */
+export function collectCli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = runCli(args);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.on('exit', (code) => resolve({ code, out, err }));
+  });
+}
+
+/** A `serve` child once it has printed its URL; the caller must end it (kill) in a finally. */
+export interface ServeChild {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** The origin, e.g. http://127.0.0.1:40123 */
+  readonly url: string;
+  readonly exited: Promise<number | null>;
+  /** What it printed so far. */
+  out(): string;
+  err(): string;
+}
+
+/** Starts `reso-engine serve ARGS` and waits until it serves `listings` (as printed, e.g. '2,000'). */
+export async function startServe(args: string[], listings = '2,000'): Promise<ServeChild> {
+  const child = runCli(['serve', ...args]);
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const served = new RegExp(`serving ${listings} listings at (http://127\\.0\\.0\\.1:\\d+)/v1/`);
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+        const m = served.exec(out);
+        if (m && out.includes('press Ctrl-C')) resolve(m[1]);
+      });
+      child.on('exit', () => reject(new Error(`serve exited early: ${out}${err}`)));
+    });
+    return { child, url, exited, out: () => out, err: () => err };
+  } catch (e) {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw e;
+  }
 }

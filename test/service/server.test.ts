@@ -4,17 +4,12 @@
  * set, a streamed page, graceful shutdown finishing a request in flight, and the CLI's serve
  * (SIGTERM) and query. Every server here is closed by the test that opened it.
  */
-import { spawn } from 'node:child_process';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, type Server } from '../../src/adapters/http.js';
 import { createHandler } from '../../src/service/handler.js';
-import { defaultEngine, DEMO_SOURCES, quickAccounts } from './helpers.js';
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { collectCli, defaultEngine, DEMO_SOURCES, quickAccounts, startServe } from './helpers.js';
 
 interface Raw {
   status: number;
@@ -196,56 +191,33 @@ describe('graceful shutdown', () => {
 });
 
 describe('the CLI', () => {
-  const cli = path.join(repo, 'src/adapters/cli.ts');
-  const run = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', cli, ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
-
   it('serve prints the URL and the demo credentials, answers, and stops on SIGTERM after finishing', async () => {
-    const child = run(['serve', '--port', '0', '--now', '2025-06-01T00:00:00Z']);
-    let out = '';
-    let err = '';
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const served = await startServe(['--port', '0', '--now', '2025-06-01T00:00:00Z']);
+    const { child, url, exited } = served;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (b: Buffer) => {
-          out += b.toString();
-          const m = /serving 2,000 listings at (http:\/\/127\.0\.0\.1:\d+)\/v1\//.exec(out);
-          if (m && out.includes('press Ctrl-C')) resolve(m[1]);
-        });
-        child.on('exit', () => reject(new Error(`serve exited early: ${out}${err}`)));
-      });
-      expect(out).toContain('demo / demo-password');
-      expect(out).toContain('partner / partner-password');
+      expect(served.out()).toContain('demo / demo-password');
+      expect(served.out()).toContain('partner / partner-password');
       const t = await fetch(`${url}/v1/token`, { method: 'POST', body: new URLSearchParams({ username: 'demo', password: 'demo-password' }) });
       const { access_token } = (await t.json()) as { access_token: string };
       const profiles = await fetch(`${url}/v1/listings/mls_profiles`, { headers: { authorization: `Bearer ${access_token}` } });
       expect(((await profiles.json()) as { profiles: Record<string, { current_year: string }> }).profiles.CRMLS.current_year).toBe('2025');
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
-      expect(err).toContain('stopped');
+      expect(served.err()).toContain('stopped');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL'); // never leave a server behind
     }
   });
 
   it('query prints the envelope, and a coded error on stderr with exit code 1', async () => {
-    const collect = (args: string[]) =>
-      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-        const child = run(args);
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-        child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-        child.on('exit', (code) => resolve({ code, out, err }));
-      });
-    const ok = await collect(['query', '--sources', 'HAR', "$filter=City eq 'Houston'&$select=ListingKey,City&$count=true"]);
+    const ok = await collectCli(['query', '--sources', 'HAR', "$filter=City eq 'Houston'&$select=ListingKey,City&$count=true"]);
     expect(ok.code).toBe(0);
     const body = JSON.parse(ok.out) as { '@odata.count': number; value: Array<{ City: string }>; '@odata.nextLink': string };
     expect(body.value).toHaveLength(10);
     expect(body['@odata.count']).toBeGreaterThan(10);
     expect(body.value.every((r) => r.City === 'Houston')).toBe(true);
     expect(body['@odata.nextLink'].startsWith('Property?')).toBe(true);
-    const bad = await collect(['query', '$filter=City eq']);
+    const bad = await collectCli(['query', '$filter=City eq']);
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/^reso-engine: InvalidSyntax in \$filter at 7: /);
   });
