@@ -25,11 +25,14 @@ import { getBit, popcount32 } from './store/bits.js';
 import { ParentKeyColumn, type JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
 import type { Store } from './store/store.js';
+import { EARTH_RADIUS_M, haversineMeters } from './geo/distance.js';
 import type { Table } from './store/table.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 
 
 export const DEFAULT_PAGE_SIZE = 10;
+/** Residual geo.distance tests done point by point before the circle is collected (see execute). */
+const GEO_DIRECT_TESTS = 65_536;
 /** $top maximum per top-level resource (SERVICE.md §3). */
 export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000 };
 
@@ -317,16 +320,28 @@ export class Engine {
       }
       return r;
     };
-    const geoBits = new Map<Bound, Uint32Array>();
+    // geo.distance as a residual: tested point by point (the same exact haversine the KD-tree
+    // applies) while few rows ask, as in an ordered walk that stops at its page; past
+    // GEO_DIRECT_TESTS rows the whole circle is collected once from the KD-tree into a bitset.
+    const geoTests = new Map<Bound, { left: number; bits: Uint32Array | null; latSpan: number }>();
     const geoHit = (node: Extract<Bound, { kind: 'geo' }>, row: number): boolean => {
-      let bits = geoBits.get(node);
-      if (!bits) {
-        bits = new Uint32Array((table.rowCount + 31) >>> 5);
+      let state = geoTests.get(node);
+      if (!state) geoTests.set(node, (state = { left: GEO_DIRECT_TESTS, bits: null, latSpan: ((node.meters / EARTH_RADIUS_M) * 180) / Math.PI * (1 + 1e-9) + 1e-9 }));
+      if (state.bits === null && state.left-- > 0) {
+        const c = table.columnOf(node.field.name, 'point')!;
+        if (!getBit(c.validity, row)) return false;
+        // A great-circle distance is at least the latitude difference (as an arc): most rows
+        // fail this before any trigonometry.
+        if (Math.abs(c.lat[row] - node.lat) > state.latSpan) return false;
+        return haversineMeters(node.lon, node.lat, c.lon[row], c.lat[row]) <= node.meters;
+      }
+      if (state.bits === null) {
+        const bits = new Uint32Array((table.rowCount + 31) >>> 5);
         const index = this.access.points[node.field.name as 'Location' | 'RawLocation'];
         for (const r of index.within(node.lon, node.lat, node.meters)) bits[r >>> 5] |= 1 << (r & 31);
-        geoBits.set(node, bits);
+        state.bits = bits;
       }
-      return getBit(bits, row);
+      return getBit(state.bits, row);
     };
     const visible = p.visible;
     // The filter as a closure, less the conjuncts an access path answers exactly itself.
