@@ -323,31 +323,36 @@ export class Engine {
     // geo.distance as a residual: tested point by point (the same exact haversine the KD-tree
     // applies) while few rows ask, as in an ordered walk that stops at its page; past
     // GEO_DIRECT_TESTS rows the whole circle is collected once from the KD-tree into a bitset.
-    const geoTests = new Map<Bound, { left: number; bits: Uint32Array | null; latSpan: number }>();
-    const geoHit = (node: Extract<Bound, { kind: 'geo' }>, row: number): boolean => {
-      let state = geoTests.get(node);
-      if (!state) geoTests.set(node, (state = { left: GEO_DIRECT_TESTS, bits: null, latSpan: ((node.meters / EARTH_RADIUS_M) * 180) / Math.PI * (1 + 1e-9) + 1e-9 }));
-      if (state.bits === null && state.left-- > 0) {
-        const c = table.columnOf(node.field.name, 'point')!;
-        if (!getBit(c.validity, row)) return false;
-        // A great-circle distance is at least the latitude difference (as an arc): most rows
-        // fail this before any trigonometry.
-        if (Math.abs(c.lat[row] - node.lat) > state.latSpan) return false;
-        return haversineMeters(node.lon, node.lat, c.lon[row], c.lat[row]) <= node.meters;
-      }
-      if (state.bits === null) {
-        const bits = new Uint32Array((table.rowCount + 31) >>> 5);
-        const index = this.access.points[node.field.name as 'Location' | 'RawLocation'];
-        for (const r of index.within(node.lon, node.lat, node.meters)) bits[r >>> 5] |= 1 << (r & 31);
-        state.bits = bits;
-      }
-      return getBit(state.bits, row);
+    const geoTests = new Map<Bound, (row: number) => boolean>();
+    const geoTest = (node: Extract<Bound, { kind: 'geo' }>): ((row: number) => boolean) => {
+      let test = geoTests.get(node);
+      if (test) return test;
+      const { validity, lat, lon } = table.columnOf(node.field.name, 'point')!;
+      // A great-circle distance is at least the latitude difference (as an arc): most rows fail
+      // this before any trigonometry.
+      const latSpan = ((node.meters / EARTH_RADIUS_M) * 180) / Math.PI * (1 + 1e-9) + 1e-9;
+      let left = GEO_DIRECT_TESTS;
+      let bits: Uint32Array | null = null;
+      test = (row) => {
+        if (bits === null && left-- > 0) {
+          if (!getBit(validity, row) || Math.abs(lat[row] - node.lat) > latSpan) return false;
+          return haversineMeters(node.lon, node.lat, lon[row], lat[row]) <= node.meters;
+        }
+        if (bits === null) {
+          bits = new Uint32Array((table.rowCount + 31) >>> 5);
+          const index = this.access.points[node.field.name as 'Location' | 'RawLocation'];
+          for (const r of index.within(node.lon, node.lat, node.meters)) bits[r >>> 5] |= 1 << (r & 31);
+        }
+        return getBit(bits, row);
+      };
+      geoTests.set(node, test);
+      return test;
     };
     const visible = p.visible;
     // The filter as a closure, less the conjuncts an access path answers exactly itself.
     const residualWithout = (answered: ReadonlySet<Bound>): Evaluator | null => {
       const rest = andOf(conjuncts(p.filter).filter((e) => !answered.has(e)));
-      return rest ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoHit }) : null;
+      return rest ? compile(rest, { table, nowMs: p.nowMs, searchHit: (ordinal, row) => getBit(resultOf(ordinal).bits, row), geoTest }) : null;
     };
     const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
     /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
@@ -400,7 +405,7 @@ export class Engine {
       const keys: SortKey[] = p.order.map((k) =>
         k.kind === 'relevance'
           ? { read: (row: number) => relevanceOf(row, p, resultOf), descending: true }
-          : { read: compile(k.expr, { table, nowMs: p.nowMs, searchHit: () => false, geoHit: () => false }), descending: k.descending },
+          : { read: compile(k.expr, { table, nowMs: p.nowMs, searchHit: () => false, geoTest: () => () => false }), descending: k.descending },
       );
       ordered = orderRows(matches, keys, access.keyRank, need);
     }

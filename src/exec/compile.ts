@@ -18,9 +18,10 @@ export interface CompileContext {
   readonly table: Table;
   /** The engine clock's now for this query (DaysOnMarket, now()). */
   readonly nowMs: number;
-  /** Membership of each search.text call (by ordinal) and geo predicate results, precomputed. */
+  /** Membership of each search.text call (by ordinal), precomputed. */
   readonly searchHit: (ordinal: number, row: number) => boolean;
-  readonly geoHit: (node: Extract<Bound, { kind: 'geo' }>, row: number) => boolean;
+  /** The test of one geo predicate, asked for once per compiled node. */
+  readonly geoTest: (node: Extract<Bound, { kind: 'geo' }>) => (row: number) => boolean;
 }
 
 /** Reads a scalar column as runtime values. */
@@ -200,7 +201,7 @@ export function compile(node: Bound, ctx: CompileContext, vars: Map<string, { va
       return (row) => ctx.searchHit(ordinal, row);
     }
     case 'geo':
-      return (row) => ctx.geoHit(node, row);
+      return ctx.geoTest(node);
     case 'negate': {
       const f = c(node.operand);
       return (row) => {

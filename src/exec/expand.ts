@@ -178,7 +178,7 @@ export class ExpandPlan {
     const none = (): boolean => false;
     this.compiled = this.items.map((item): Compiled => {
       const table = this.store.table(item.resource);
-      const cc = { table, nowMs, searchHit: none, geoHit: none };
+      const cc = { table, nowMs, searchHit: none, geoTest: () => none };
       const preferredMedia = item.name === 'PreferredMedia';
       return {
         item,
