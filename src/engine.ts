@@ -356,22 +356,31 @@ export class Engine {
     };
     const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
     /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
-    const accept = acceptWith(residualWithout(new Set()));
-    const restEval = residualWithout(p.answered);
-    const acceptRest = acceptWith(restEval);
+    // Compiled on first use: most paths need only one of them.
+    let acceptAll: ((row: number) => boolean) | undefined;
+    const accept = (): ((row: number) => boolean) => (acceptAll ??= acceptWith(residualWithout(new Set())));
+    let rest: { ev: Evaluator | null; accept: (row: number) => boolean } | undefined;
+    const restOf = (): { ev: Evaluator | null; accept: (row: number) => boolean } => {
+      if (!rest) {
+        const ev = residualWithout(p.answered);
+        rest = { ev, accept: acceptWith(ev) };
+      }
+      return rest;
+    };
+    const acceptRest = (): ((row: number) => boolean) => restOf().accept;
     const countMatches = (): number => {
-      if (p.source.kind === 'lookup' && restEval === null) {
+      if (p.source.kind === 'lookup' && restOf().ev === null) {
         // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in)
         const terms = p.sources !== undefined && table === this.store.Property ? [...p.source.terms, { field: 'OriginatingSystemName', values: p.sources }] : p.source.terms;
         if (visible === null || terms !== p.source.terms) return this.lookupCount(p, { kind: 'lookup', terms });
       }
-      return this.collect(p, acceptRest).length;
+      return this.collect(p, acceptRest()).length;
     };
 
     // How many ordered rows we need: the page, plus one to know whether more remain.
     const need = p.skip + p.pageRows + 1;
     if (p.grouping) {
-      const groups = runApply(table, this.collect(p, acceptRest), p.grouping, { nowMs: p.nowMs, limit: need, ignoreNulls: p.parsed.ignorenulls === true });
+      const groups = runApply(table, this.collect(p, acceptRest()), p.grouping, { nowMs: p.nowMs, limit: need, ignoreNulls: p.parsed.ignorenulls === true });
       return respond(p, groups.order, () => groups.count, (g) => groups.record(g));
     }
     let ordered: Uint32Array;
@@ -383,8 +392,9 @@ export class Engine {
     } else if (p.strategy.kind === 'key' && p.source.kind === 'scan') {
       // No index narrows the rows: walk them in key order and stop at the page.
       const order = access.keyOrder;
+      const keep = accept();
       const out: number[] = [];
-      for (let i = 0; i < order.length && out.length < need; i++) if (accept(order[i])) out.push(order[i]);
+      for (let i = 0; i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
       ordered = Uint32Array.from(out);
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
@@ -397,10 +407,11 @@ export class Engine {
       // With dictionary lookups as the source, a bit test stands in for their closures.
       const source = p.source;
       const bits = source.kind === 'lookup' ? this.lookupBits(p, source) : null;
-      const walkAccept = bits === null ? accept : (row: number): boolean => getBit(bits, row) && acceptRest(row);
+      const keep = bits === null ? accept() : acceptRest();
+      const walkAccept = bits === null ? keep : (row: number): boolean => getBit(bits, row) && keep(row);
       ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, walkAccept, need);
     } else {
-      const matches = this.collect(p, acceptRest);
+      const matches = this.collect(p, acceptRest());
       count = matches.length;
       const keys: SortKey[] = p.order.map((k) =>
         k.kind === 'relevance'
