@@ -407,9 +407,15 @@ export class Engine {
       // With dictionary lookups as the source, a bit test stands in for their closures.
       const source = p.source;
       const bits = source.kind === 'lookup' ? this.lookupBits(p, source) : null;
-      const keep = bits === null ? accept() : acceptRest();
-      const walkAccept = bits === null ? keep : (row: number): boolean => getBit(bits, row) && keep(row);
-      ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, walkAccept, need);
+      const rest = bits === null ? null : restOf();
+      if (bits !== null && rest!.ev === null && p.visible === null && p.strategy.descending && range.start === 0 && range.end === perm.length) {
+        // Lookups alone, unranged, descending: a forward walk of the descending order testing bits.
+        ordered = walkBits(access.sortedDescending(p.strategy.field)!, bits, need);
+      } else {
+        const keep = bits === null ? accept() : rest!.accept;
+        const walkAccept = bits === null ? keep : (row: number): boolean => getBit(bits, row) && keep(row);
+        ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, walkAccept, need);
+      }
     } else {
       const matches = this.collect(p, acceptRest());
       count = matches.length;
@@ -586,6 +592,16 @@ function walkSorted(perm: Uint32Array, descending: boolean, table: Table, field:
     end = start;
   }
   // nulls are first in the permutation and so come last here, as nulls sort lowest
+  return Uint32Array.from(out);
+}
+
+/** The first `need` rows of an order whose bit is set. */
+function walkBits(order: Uint32Array, bits: Uint32Array, need: number): Uint32Array {
+  const out: number[] = [];
+  for (let i = 0; i < order.length && out.length < need; i++) {
+    const row = order[i];
+    if ((bits[row >>> 5] & (1 << (row & 31))) !== 0) out.push(row);
+  }
   return Uint32Array.from(out);
 }
 

@@ -16,6 +16,7 @@ export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
   private keyOrderCache: Uint32Array | null = null;
   private readonly sorted = new Map<string, Uint32Array>();
+  private readonly sortedDesc = new Map<string, Uint32Array>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, Map<string, number | number[]>>();
@@ -79,6 +80,33 @@ export class TableAccess {
       return rank[a] - rank[b];
     });
     this.sorted.set(field, perm);
+    return perm;
+  }
+
+  /**
+   * Rows of a sortedBy column in descending order of value, ties still by key rank ascending,
+   * nulls last: what `$orderby X desc` returns, ready for a forward walk.
+   */
+  sortedDescending(field: string): Uint32Array | null {
+    let perm = this.sortedDesc.get(field);
+    if (perm) return perm;
+    const asc = this.sortedBy(field);
+    if (!asc) return null;
+    const { values, validity } = this.table.column(field) as { values: Float64Array; validity: Uint32Array };
+    perm = new Uint32Array(asc.length);
+    let k = 0;
+    let firstValid = 0;
+    while (firstValid < asc.length && !getBit(validity, asc[firstValid])) firstValid++;
+    // equal values form runs in the ascending order; emit the runs last to first, each as it is
+    let end = asc.length;
+    while (end > firstValid) {
+      let start = end - 1;
+      while (start > firstValid && values[asc[start - 1]] === values[asc[end - 1]]) start--;
+      for (let i = start; i < end; i++) perm[k++] = asc[i];
+      end = start;
+    }
+    for (let i = 0; i < firstValid; i++) perm[k++] = asc[i];
+    this.sortedDesc.set(field, perm);
     return perm;
   }
 
