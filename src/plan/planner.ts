@@ -85,13 +85,18 @@ export function lookupOf(e: Bound): { field: string; values: string[] } | null {
 }
 
 export function chooseOrder(
-  order: readonly BoundOrderKey[],
+  requested: readonly BoundOrderKey[],
   topLevel: readonly Bound[],
   allSearches: readonly Extract<Bound, { kind: 'search' }>[],
   wantCount: boolean,
   hasTop: boolean,
   numericField: (name: string) => boolean,
 ): OrderStrategy {
+  // A trailing `Key asc` repeats the tie-break every order ends with (`$orderby=T asc,Key asc`,
+  // as keyset-paging clients write it, is `$orderby=T asc`): it does not stop a walk.
+  const last = requested[requested.length - 1];
+  const keyLast = last !== undefined && last.kind === 'expr' && last.expr.kind === 'field' && last.expr.field.key && !last.descending;
+  const order = keyLast ? requested.slice(0, -1) : requested;
   if (order.length === 0) return { kind: 'key' };
   const first = order[0];
   if (!wantCount && order.length === 1 && first.kind === 'relevance' && allSearches.length === 1 && topLevel.includes(allSearches[0])) {
