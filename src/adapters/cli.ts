@@ -7,6 +7,9 @@ import { parseArgs } from 'node:util';
 import { Engine, DEFAULT_DATA_DIR, type QueryResource } from '../engine.js';
 import { QueryError } from '../errors.js';
 import { generateDataset, DEFAULT_REFERENCE, DEMO_ACCOUNTS } from '../generate/dataset.js';
+import { ReplicationError } from '../replicate/errors.js';
+import { replicate } from '../replicate/replicate.js';
+import { REPLICATED_RESOURCES } from '../replicate/sink.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
 import { SnapshotError } from '../snapshot/file.js';
@@ -32,6 +35,13 @@ const USAGE = `Usage:
       Loads the data set (default: the embedded one), builds its indexes and writes them all to
       one snapshot file, which serve --snapshot and query --snapshot open much faster than the
       data. FILE is replaced atomically.
+  reso-engine replicate --from URL --token TOKEN --to DIR [--page-size 1000]
+      Pulls Property, Media and OpenHouse from a RESO Web API (URL: its base, e.g. the
+      http://127.0.0.1:8080 of serve, or its OData service root) into DIR, a data directory that
+      serve --data and query --data read. Incremental by ModificationTimestamp; records the
+      upstream no longer lists are removed; a stopped run resumes where it left off (state in
+      DIR/.replication.json). TOKEN is a bearer token (POST /v1/token), or set RESO_ENGINE_TOKEN.
+      Progress goes to stderr.
   reso-engine help
 `;
 
@@ -211,6 +221,41 @@ async function runQuery(argv: string[]): Promise<number> {
   }
 }
 
+async function runReplicate(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      from: { type: 'string' },
+      token: { type: 'string' },
+      to: { type: 'string' },
+      'page-size': { type: 'string', default: '1000' },
+    },
+    strict: true,
+  });
+  if (!values.from) throw new UsageError('--from URL is required');
+  if (!values.to) throw new UsageError('--to DIR is required');
+  const token = values.token ?? process.env.RESO_ENGINE_TOKEN;
+  if (!token) throw new UsageError('--token TOKEN (or RESO_ENGINE_TOKEN) is required');
+  const pageSize = positiveInteger(values['page-size'], '--page-size')!;
+  const started = Date.now();
+  const result = await replicate({
+    from: values.from,
+    token,
+    to: values.to,
+    pageSize,
+    onProgress: (p) => process.stderr.write(`${p.message}\n`),
+  });
+  const n = (x: number): string => x.toLocaleString('en-US');
+  const parts = REPLICATED_RESOURCES.map((r) => {
+    const c = result.resources[r];
+    return `${r} +${n(c.upserted)} -${n(c.removed)}${c.orphans > 0 ? ` (${n(c.orphans)} left out: listing not shown)` : ''}`;
+  });
+  process.stdout.write(
+    `${result.resumed ? 'resumed and ' : ''}replicated ${result.from} into ${values.to} in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+      `(${n(result.requests)} requests): ${parts.join(', ')}\n`,
+  );
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -224,6 +269,9 @@ async function main(argv: string[]): Promise<number> {
         return await runQuery(rest);
       case 'snapshot':
         await runSnapshot(rest);
+        return 0;
+      case 'replicate':
+        await runReplicate(rest);
         return 0;
       case undefined:
       case 'help':
@@ -239,8 +287,9 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`reso-engine: ${err.message}\n\n${USAGE}`);
       return 2;
     }
-    // A snapshot that cannot be opened or written names its code (SnapshotCorrupt, ...) and file.
-    const code = err instanceof SnapshotError ? `${err.code}: ` : '';
+    // A snapshot that cannot be opened or written names its code (SnapshotCorrupt, ...) and file;
+    // a failed replication its code (Unauthorized, HttpError, ...) and the URL.
+    const code = err instanceof SnapshotError || err instanceof ReplicationError ? `${err.code}: ` : '';
     process.stderr.write(`reso-engine: ${code}${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }

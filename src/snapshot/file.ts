@@ -234,7 +234,7 @@ export function writeSnapshotFile(file: string, contents: SnapshotContents): { b
  * Makes the rename durable. Best effort: some platforms cannot open or sync a directory, and
  * once the rename is done the new snapshot is in place, so no failure here is reported.
  */
-function syncDirectory(dir: string): void {
+export function syncDirectory(dir: string): void {
   let fd: number | null = null;
   try {
     fd = fs.openSync(dir, 'r');

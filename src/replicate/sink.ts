@@ -1,0 +1,79 @@
+/**
+ * What the replicator writes into: a sink holds the local copy of the replicated resources and
+ * the replication state, and makes both durable together. `replicate` opens and closes the sinks
+ * it makes (a data directory); one passed in stays the caller's to close. The data directory sink
+ * (`directory-sink.ts`) is the one implemented; an engine sink (`engine.upsert/remove`) fits the
+ * same interface.
+ */
+import type { JsonRecord } from '../generate/listing.js';
+import { CATALOG } from '../schema/catalog.js';
+
+/** The resources replication pulls, in the order it pulls them (listings before their children). */
+export const REPLICATED_RESOURCES = ['Property', 'Media', 'OpenHouse'] as const;
+export type ReplicatedResource = (typeof REPLICATED_RESOURCES)[number];
+export type ReplicatedChild = Exclude<ReplicatedResource, 'Property'>;
+
+/** Where an incremental pass stopped: the last row applied, in (timestamp, key) order. */
+export interface Cursor {
+  /** The row's timestamp exactly as the upstream wrote it; null when the row had none. */
+  readonly timestamp: string | null;
+  readonly key: string;
+}
+
+export interface ResourceState {
+  /** The field changes are ordered by; null when the upstream has none (a full pass by key each run). */
+  readonly field: string | null;
+  /** The last row applied; null before the first. */
+  readonly cursor: Cursor | null;
+}
+
+/** `.replication.json` in a data directory. */
+export interface ReplicationState {
+  readonly version: 1;
+  /** The upstream's data service root (e.g. `http://host:8080/v1/listings/data`). */
+  readonly from: string;
+  /** `running` from the start of a run until it completes; a run that finds `running` resumes. */
+  readonly status: 'running' | 'complete';
+  readonly startedAt: string;
+  readonly finishedAt: string | null;
+  readonly resources: Readonly<Partial<Record<ReplicatedResource, ResourceState>>>;
+}
+
+/** Records removed by one `remove` call, per resource (a listing's children go with it). */
+export type RemovedCounts = Partial<Record<ReplicatedResource, number>>;
+
+export interface ReplicationSink {
+  /** The state saved by the last durable commit, or null for a new target. */
+  readState(): Promise<ReplicationState | null> | ReplicationState | null;
+  has(resource: ReplicatedResource, key: string): boolean;
+  /** Every local key of the resource (a snapshot: the caller may remove while it holds them). */
+  keys(resource: ReplicatedResource): string[];
+  /** Inserts or replaces records by key. `source` is the upstream URL they came from (for errors). */
+  upsert(resource: ReplicatedResource, records: readonly JsonRecord[], source: string): Promise<void> | void;
+  /** Removes records by key; removing a listing removes its children too. Absent keys are ignored. */
+  remove(resource: ReplicatedResource, keys: readonly string[]): Promise<RemovedCounts> | RemovedCounts;
+  /**
+   * Records `state` as covering every upsert and remove so far. The sink may defer making it
+   * durable (batching writes), but must never persist a state ahead of the data it covers;
+   * `final` makes everything durable now.
+   */
+  commit(state: ReplicationState, final: boolean): Promise<void> | void;
+}
+
+/** `YYYY-MM-DDTHH:MM[:SS[.f]]` with `Z` or an offset: a timestamp the loader and the OData grammar take. */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,12})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+export const keyOf = (resource: ReplicatedResource): string => CATALOG[resource].key;
+
+/**
+ * The listing a child record belongs to (OpenHouse.ListingKey; Media.ResourceRecordKey when its
+ * ResourceName is 'Property'), as the loader links them; null when the record is not linked to a
+ * listing, undefined when it should be but has no key to link by.
+ */
+export function parentKeyOf(resource: ReplicatedResource, record: JsonRecord): string | null | undefined {
+  const link = CATALOG[resource].parent;
+  if (link === null) return null;
+  if (link.when !== null && record[link.when.field] !== link.when.equals) return null;
+  const value = record[link.field];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
