@@ -27,9 +27,11 @@ const B = 0.75;
 class TextField {
   readonly vocabulary: string[] = [];
   private readonly ids = new Map<string, number>();
-  private words: number[] = [];
+  // Growable typed buffers: at 1M listings the keyword field holds ~170M words, past the
+  // length a plain JS array can reach.
+  wordsOf = new Int32Array(1 << 20);
+  private length = 0;
   private offsets: number[] = [0];
-  wordsOf!: Int32Array;
   starts!: Uint32Array;
   avgLength = 0;
 
@@ -44,16 +46,20 @@ class TextField {
         this.ids.set(word, id);
         this.vocabulary.push(word);
       }
-      this.words.push(id);
+      if (this.length === this.wordsOf.length) {
+        const grown = new Int32Array(this.wordsOf.length * 2);
+        grown.set(this.wordsOf);
+        this.wordsOf = grown;
+      }
+      this.wordsOf[this.length++] = id;
     }
-    this.offsets.push(this.words.length);
+    this.offsets.push(this.length);
   }
 
   finish(): void {
-    this.wordsOf = Int32Array.from(this.words);
+    this.wordsOf = this.wordsOf.slice(0, this.length);
     this.starts = Uint32Array.from(this.offsets);
-    this.avgLength = this.wordsOf.length / (this.starts.length - 1);
-    this.words = [];
+    this.avgLength = this.length / (this.starts.length - 1);
     this.offsets = [];
   }
 
