@@ -15,7 +15,7 @@
  * reported as not finished).
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -257,6 +257,7 @@ const bench: BenchFile = {
       '✓/✗: the answer checked against the naive scan (ranked families: recall@k against textbook BM25).',
     ].join('\n');
     const out = path.join(here, 'results', 'compare-latest.md');
+    mkdirSync(path.dirname(out), { recursive: true });
     writeFileSync(out, `${header}\n\n${markdown.join('\n\n')}\n`);
     options.log(`comparison tables written to ${path.relative(process.cwd(), out)}`);
     return rows;
