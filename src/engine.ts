@@ -390,11 +390,12 @@ export class Engine {
       // $top=0: only the count can be asked for
       return respond(p, new Uint32Array(0), countMatches, (row) => this.project(table, row, p));
     } else if (p.strategy.kind === 'key' && p.source.kind === 'scan') {
-      // No index narrows the rows: walk them in key order and stop at the page.
+      // No index narrows the rows: walk them in key order and stop at the page, starting at the
+      // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
       const order = access.keyOrder;
       const keep = accept();
       const out: number[] = [];
-      for (let i = 0; i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
+      for (let i = keyLowerBound(table, order, conjuncts(p.filter)); i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
       ordered = Uint32Array.from(out);
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
@@ -593,6 +594,28 @@ function walkSorted(perm: Uint32Array, descending: boolean, table: Table, field:
   }
   // nulls are first in the permutation and so come last here, as nulls sort lowest
   return Uint32Array.from(out);
+}
+
+/**
+ * The first position of the key order that top-level `Key gt 'k'` / `Key ge 'k'` conjuncts allow
+ * (their largest bound; rows before it fail them), or 0. The walk still applies the whole filter.
+ */
+function keyLowerBound(table: Table, order: Uint32Array, top: readonly Bound[]): number {
+  let bound: string | null = null;
+  for (const e of top) {
+    if (e.kind !== 'compare' || (e.op !== 'gt' && e.op !== 'ge') || e.left.kind !== 'field' || e.left.field.name !== table.schema.key) continue;
+    if (e.right.kind !== 'const' || typeof e.right.value !== 'string') continue;
+    if (bound === null || e.right.value > bound) bound = e.right.value;
+  }
+  if (bound === null) return 0;
+  let lo = 0;
+  let hi = order.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (table.keyOf(order[mid]) < bound) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The first `need` rows of an order whose bit is set. */
