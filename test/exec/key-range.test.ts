@@ -38,8 +38,8 @@ describe('keyset pages over the key order', () => {
     const seen: string[] = [];
     let last: string | null = null;
     for (;;) {
-      const filter = last === null ? '' : `$filter=ListingKey gt '${last}'&`;
-      const page = engine.query('Property', `${filter}$orderby=ListingKey asc&$top=5&$select=ListingKey`).value.map((r) => r.ListingKey as string);
+      const filter: string = last === null ? '' : `$filter=ListingKey gt '${last}'&`;
+      const page: string[] = engine.query('Property', `${filter}$orderby=ListingKey asc&$top=5&$select=ListingKey`).value.map((r) => r.ListingKey as string);
       if (page.length === 0) break;
       seen.push(...page);
       last = page[page.length - 1];
