@@ -9,9 +9,9 @@
  */
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Bench } from 'tinybench';
 import { FAMILY_IDS, familiesOf, type Answer, type FamilyId, type FamilyParams } from './families.js';
 import type { PeerFactory } from './peer.js';
+import { timeTasks } from '../lib.js';
 
 export interface LoadReport {
   readonly event: 'loaded';
@@ -43,28 +43,14 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
-}
-
 async function time(fn: () => unknown, firstMs: number, quick: boolean): Promise<{ medianMs: number; p95Ms: number; samples: number }> {
   // A peer that needs seconds per call would take minutes for 30 samples: bound each family's
   // timing to ~20 s (5 s with --quick), but never fewer than 5 samples. The report shows the count.
   const budgetMs = quick ? 5_000 : 20_000;
   const iterations = Math.max(5, Math.min(MIN_SAMPLES, Math.floor(budgetMs / Math.max(firstMs, 1e-3))));
-  const bench = new Bench({
-    retainSamples: true,
-    iterations,
-    time: quick ? 200 : 1000,
-    warmupIterations: Math.min(iterations, 5),
-    warmupTime: quick ? 50 : 200,
-  });
-  bench.add('family', fn);
-  await bench.run();
-  const r = bench.tasks[0].result;
-  if (r.state !== 'completed') throw new Error(`timing ended in state ${r.state}`);
-  const samples = [...(r.latency.samples ?? [])].sort((a, b) => a - b);
-  return { medianMs: r.latency.p50, p95Ms: percentile(samples, 0.95), samples: samples.length };
+  const [row] = await timeTasks('compare', [['family', fn]], { sizes: [], quick, only: [], peers: [], log: () => {} }, iterations);
+  if (row.medianMs === undefined || row.p95Ms === undefined || row.samples === undefined) throw new Error(`timing failed: ${row.note ?? 'no samples'}`);
+  return { medianMs: row.medianMs, p95Ms: row.p95Ms, samples: row.samples };
 }
 
 function memory(): NodeJS.MemoryUsage {
