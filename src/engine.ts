@@ -393,29 +393,26 @@ export class Engine {
       // No index narrows the rows: walk them in key order and stop at the page, starting at the
       // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
       const order = access.keyOrder;
-      const keep = accept();
-      const out: number[] = [];
-      for (let i = keyLowerBound(table, order, conjuncts(p.filter)); i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
-      ordered = Uint32Array.from(out);
+      ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(p.filter)), accept(), need);
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
       const acceptRanked = acceptWith(residualWithout(new Set([s.node])));
       const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept: acceptRanked, tieRank: access.keyRank });
       ordered = ranked.rows;
     } else if (p.strategy.kind === 'walk') {
-      const perm = access.sortedBy(p.strategy.field)!;
-      const range = rangeOf(perm, table, p.strategy.field, conjuncts(p.filter));
+      const { field, descending } = p.strategy;
+      const perm = access.sortedBy(field)!;
+      const range = rangeOf(perm, table, field, conjuncts(p.filter));
+      // A descending walk reads the cached descending order: the same slice, mirrored (a range's
+      // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
+      const order = descending ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start) : perm.subarray(range.start, range.end);
       // With dictionary lookups as the source, a bit test stands in for their closures.
       const source = p.source;
       const bits = source.kind === 'lookup' ? this.lookupBits(p, source) : null;
-      const rest = bits === null ? null : restOf();
-      if (bits !== null && rest!.ev === null && p.visible === null && p.strategy.descending && range.start === 0 && range.end === perm.length) {
-        // Lookups alone, unranged, descending: a forward walk of the descending order testing bits.
-        ordered = walkBits(access.sortedDescending(p.strategy.field)!, bits, need);
-      } else {
-        const keep = bits === null ? accept() : rest!.accept;
-        const walkAccept = bits === null ? keep : (row: number): boolean => getBit(bits, row) && keep(row);
-        ordered = walkSorted(perm.subarray(range.start, range.end), p.strategy.descending, table, p.strategy.field, walkAccept, need);
+      if (bits === null) ordered = walkOrder(order, 0, accept(), need);
+      else {
+        const rest = restOf();
+        ordered = rest.ev === null && p.visible === null ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && rest.accept(row), need);
       }
     } else {
       const matches = this.collect(p, acceptRest());
@@ -569,30 +566,10 @@ function relevanceOf(row: number, p: Prepared, resultOf: (ordinal: number) => { 
   return sum;
 }
 
-/**
- * Walks a sorted permutation (ascending, nulls first, ties by key rank) in the requested
- * direction, keeping rows `accept` allows, until `need` rows are found. Descending walks visit
- * runs of equal values in key order, so ties still break by key ascending; nulls come last.
- */
-function walkSorted(perm: Uint32Array, descending: boolean, table: Table, field: string, accept: (row: number) => boolean, need: number): Uint32Array {
+/** The first `need` rows of `order`, from position `from` on, that `keep` allows. */
+function walkOrder(order: Uint32Array, from: number, keep: (row: number) => boolean, need: number): Uint32Array {
   const out: number[] = [];
-  if (!descending) {
-    for (let i = 0; i < perm.length && out.length < need; i++) if (accept(perm[i])) out.push(perm[i]);
-    return Uint32Array.from(out);
-  }
-  const col = table.column(field) as { values: Float64Array; validity: Uint32Array };
-  const same = (a: number, b: number): boolean => {
-    const va = getBit(col.validity, a);
-    return va === getBit(col.validity, b) && (!va || col.values[a] === col.values[b]);
-  };
-  let end = perm.length;
-  while (end > 0 && out.length < need) {
-    let start = end - 1;
-    while (start > 0 && same(perm[start - 1], perm[end - 1])) start--;
-    for (let i = start; i < end && out.length < need; i++) if (accept(perm[i])) out.push(perm[i]);
-    end = start;
-  }
-  // nulls are first in the permutation and so come last here, as nulls sort lowest
+  for (let i = from; i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
   return Uint32Array.from(out);
 }
 
