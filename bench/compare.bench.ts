@@ -164,6 +164,8 @@ const bench: BenchFile = {
     const selected = options.only.filter((o) => /^(Q\d+|L)$/i.test(o)).map((o) => o.toUpperCase());
     const families = FAMILY_IDS.filter((id) => selected.length === 0 || selected.includes(id));
     const wantLoadOnly = selected.length > 0 && families.length === 0;
+    const unknown = options.peers.filter((p) => !(PEERS as readonly string[]).includes(p));
+    if (unknown.length) throw new Error(`--peers: no peer named ${unknown.join(', ')} (peers: ${PEERS.join(', ')})`);
     const peers = PEERS.filter((p) => options.peers.length === 0 || options.peers.includes(p) || p === 'reso-engine' || p === 'naive');
     for (const size of options.sizes) {
       const dir = benchDataset(size, options.log);

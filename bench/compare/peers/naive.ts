@@ -7,6 +7,9 @@
  * search adds the §4 type-ahead prefix on the last term and one-edit (Damerau OSA) matching for
  * words of 5+ letters, found by a scan of the vocabulary, each scoring half the matched word's BM25.
  *
+ * The search semantics are test/search/oracle.ts NaiveSearch's, rewritten over word ids: that
+ * oracle keeps every listing's words as strings, which does not fit in memory at 1M listings.
+ *
  * Its answers are what every other engine is checked against: exact for sorted, counted and grouped
  * families; for ranked families it also returns every key whose score reaches the k-th score
  * (`acceptable`), so recall@k tolerates ties.
