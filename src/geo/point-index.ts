@@ -18,6 +18,78 @@ const DEG = 180 / Math.PI;
 /** Relative band around the circle's edge in which the exact distance decides. */
 const EDGE = 1e-9;
 
+/** cos(latitude) as the exact test reads it (`PointIndex` keeps it per tree position). */
+export function cosLat(lat: number): number {
+  return Math.cos(lat * RAD);
+}
+
+/**
+ * The circle of one `geo.distance(point, POINT(lon lat)) le METERS` query: its bounding boxes and
+ * the exact point test, shared by every index over points (`PointIndex`, `PointView`) so that
+ * they all answer alike to the bit.
+ */
+export class Circle {
+  private readonly cosQ: number;
+  /** Points with a haversine `h` above this are out; below `hEdge` in; between, the exact distance decides. */
+  private readonly hOut: number;
+  private readonly hEdge: number;
+
+  private constructor(readonly lon: number, readonly lat: number, readonly meters: number) {
+    this.cosQ = cosLat(lat);
+    const half = Math.min(Math.PI, meters / EARTH_RADIUS_M) / 2;
+    const hLimit = half >= Math.PI / 2 ? 1 : Math.sin(half) ** 2;
+    this.hOut = hLimit * (1 + EDGE);
+    this.hEdge = hLimit * (1 - EDGE);
+  }
+
+  /** The circle, or undefined when `meters` is negative or NaN (no point is that close). */
+  static around(lon: number, lat: number, meters: number): Circle | undefined {
+    return meters >= 0 ? new Circle(lon, lat, meters) : undefined;
+  }
+
+  /**
+   * Calls `box` with boxes that together hold every point of the circle, each longitude once:
+   * latitude ± the angular radius; longitude ± asin(sin r / cos lat) (the widest span, at the
+   * latitude nearest a pole), split in two at the antimeridian; every longitude when the circle
+   * reaches a pole.
+   */
+  boxes(box: (minX: number, minY: number, maxX: number, maxY: number) => void): void {
+    const { lon, lat } = this;
+    // Angular radius, with a hair of slack so rounding never drops a point the haversine keeps.
+    const angle = Math.min(Math.PI, this.meters / EARTH_RADIUS_M) * (1 + 1e-9) + 1e-12;
+    const dLat = angle * DEG;
+    const minLat = lat - dLat;
+    const maxLat = lat + dLat;
+    if (minLat <= -90 || maxLat >= 90 || angle >= Math.PI / 2) {
+      box(-180, Math.max(-90, minLat), 180, Math.min(90, maxLat));
+      return;
+    }
+    const dLon = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat * RAD))) * DEG;
+    const west = lon - dLon;
+    const east = lon + dLon;
+    if (dLon >= 180) box(-180, minLat, 180, maxLat);
+    else {
+      box(Math.max(-180, west), minLat, Math.min(180, east), maxLat);
+      if (west < -180) box(west + 360, minLat, 180, maxLat);
+      if (east > 180) box(-180, minLat, east - 360, maxLat);
+    }
+  }
+
+  /**
+   * Whether the point (x, y), with `cosY` = `cosLat(y)`, is within the radius: the haversine's
+   * h = sin²(Δφ/2) + cos φ₁ cos φ₂ sin²(Δλ/2) against the radius's sin²(r/2), and within a hair
+   * of the edge the contract's 2R·asin(√h) ≤ METERS itself. (The point must lie in one of the
+   * boxes: the caller tests that.)
+   */
+  holds(x: number, y: number, cosY: number): boolean {
+    const s1 = Math.sin(((y - this.lat) * RAD) / 2);
+    const s2 = Math.sin(((x - this.lon) * RAD) / 2);
+    const h = s1 * s1 + this.cosQ * cosY * s2 * s2;
+    if (h > this.hOut) return false;
+    return !(h >= this.hEdge && haversineMeters(this.lon, this.lat, x, y) > this.meters);
+  }
+}
+
 /** A built index's own arrays (snapshots store them; `PointIndex.fromState` adopts them as they are). */
 export interface PointIndexState {
   /** kdbush's buffer (header, ids, coordinates): `KDBush.from` reads it back. */
@@ -54,7 +126,7 @@ export class PointIndex {
     this.tree.finish();
     const { coords } = this.tree;
     this.cosAt = new Float64Array(this.tree.ids.length);
-    for (let i = 0; i < this.cosAt.length; i++) this.cosAt[i] = Math.cos(coords[2 * i + 1] * RAD);
+    for (let i = 0; i < this.cosAt.length; i++) this.cosAt[i] = cosLat(coords[2 * i + 1]);
   }
 
   /**
@@ -87,48 +159,22 @@ export class PointIndex {
 
   /** Rows within `meters` of (lon, lat) that `accept` allows, ascending. */
   within(lon: number, lat: number, meters: number, accept?: (row: number) => boolean): Uint32Array {
-    if (this.rowOf.length === 0 || !(meters >= 0)) return new Uint32Array(0);
-    // Angular radius, with a hair of slack so rounding never drops a point the haversine keeps.
-    const angle = Math.min(Math.PI, meters / EARTH_RADIUS_M) * (1 + 1e-9) + 1e-12;
-    const dLat = angle * DEG;
-    const minLat = lat - dLat;
-    const maxLat = lat + dLat;
+    const circle = Circle.around(lon, lat, meters);
+    if (this.rowOf.length === 0 || !circle) return new Uint32Array(0);
     const out: number[] = [];
-    const search = (x0: number, y0: number, x1: number, y1: number): void => this.walk(x0, y0, x1, y1, lon, lat, meters, accept, out);
-    if (minLat <= -90 || maxLat >= 90 || angle >= Math.PI / 2) {
-      search(-180, Math.max(-90, minLat), 180, Math.min(90, maxLat));
-    } else {
-      // the widest longitude span of the circle, at the latitude nearest a pole
-      const dLon = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat * RAD))) * DEG;
-      const west = lon - dLon;
-      const east = lon + dLon;
-      if (dLon >= 180) search(-180, minLat, 180, maxLat);
-      else {
-        search(Math.max(-180, west), minLat, Math.min(180, east), maxLat);
-        if (west < -180) search(west + 360, minLat, 180, maxLat);
-        if (east > 180) search(-180, minLat, east - 360, maxLat);
-      }
-    }
+    circle.boxes((x0, y0, x1, y1) => this.walk(x0, y0, x1, y1, circle, accept, out));
     return Uint32Array.from(out).sort();
   }
 
   /** kdbush's range walk over its sorted arrays, testing each point in place. */
-  private walk(minX: number, minY: number, maxX: number, maxY: number, qLon: number, qLat: number, meters: number, accept: ((row: number) => boolean) | undefined, out: number[]): void {
+  private walk(minX: number, minY: number, maxX: number, maxY: number, circle: Circle, accept: ((row: number) => boolean) | undefined, out: number[]): void {
     const { ids, coords, nodeSize } = this.tree;
     const { rowOf, cosAt, stack } = this;
-    const cosQ = Math.cos(qLat * RAD);
-    const half = Math.min(Math.PI, meters / EARTH_RADIUS_M) / 2;
-    const hLimit = half >= Math.PI / 2 ? 1 : Math.sin(half) ** 2;
     const test = (i: number): void => {
       const x = coords[2 * i];
       const y = coords[2 * i + 1];
-      if (x < minX || x > maxX || y < minY || y > maxY) return;
-      const s1 = Math.sin(((y - qLat) * RAD) / 2);
-      const s2 = Math.sin(((x - qLon) * RAD) / 2);
-      const h = s1 * s1 + cosQ * cosAt[i] * s2 * s2;
-      if (h > hLimit * (1 + EDGE)) return;
+      if (x < minX || x > maxX || y < minY || y > maxY || !circle.holds(x, y, cosAt[i])) return;
       const row = rowOf[ids[i]];
-      if (h >= hLimit * (1 - EDGE) && haversineMeters(qLon, qLat, x, y) > meters) return;
       if (!accept || accept(row)) out.push(row);
     };
     stack.length = 0;
