@@ -2,6 +2,7 @@
  * Accounts (accounts.json): username, scrypt password hash, listing sources. Verification runs
  * scrypt off the event loop and compares with crypto.timingSafeEqual; an unknown username is
  * verified against a dummy hash with the same cost, so timing does not tell which names exist.
+ * An account with `"admin": true` may also write (upsert and remove) inside its sources over HTTP.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
@@ -11,6 +12,8 @@ export interface Account {
   readonly password_hash: string;
   /** OriginatingSystemNames this account may see (case-sensitive). */
   readonly sources: readonly string[];
+  /** May write (upsert, remove) records of its sources over HTTP; absent means false. */
+  readonly admin?: boolean;
 }
 
 /** accounts.json: `{ "accounts": [...] }` (a bare array is accepted too). */
@@ -27,6 +30,7 @@ interface ScryptHash {
 interface StoredAccount {
   readonly username: string;
   readonly sources: readonly string[];
+  readonly admin: boolean;
   readonly hash: ScryptHash;
 }
 
@@ -62,12 +66,13 @@ export class Accounts {
     if (!Array.isArray(list)) throw new TypeError('accounts: expected { "accounts": [ { username, password_hash, sources } ] }');
     const byName = new Map<string, StoredAccount>();
     for (const a of list as unknown[]) {
-      const { username, password_hash, sources } = (a ?? {}) as Record<string, unknown>;
+      const { username, password_hash, sources, admin } = (a ?? {}) as Record<string, unknown>;
       if (typeof username !== 'string' || username === '') throw new TypeError('accounts: every account needs a non-empty username');
       if (typeof password_hash !== 'string') throw new TypeError(`accounts: '${username}' has no password_hash`);
       if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string')) throw new TypeError(`accounts: the sources of '${username}' must be an array of strings`);
+      if (admin !== undefined && typeof admin !== 'boolean') throw new TypeError(`accounts: the admin flag of '${username}' must be true or false`);
       if (byName.has(username)) throw new TypeError(`accounts: '${username}' appears twice`);
-      byName.set(username, { username, sources: Object.freeze([...(sources as string[])]), hash: parseHash(password_hash, username) });
+      byName.set(username, { username, sources: Object.freeze([...(sources as string[])]), admin: admin === true, hash: parseHash(password_hash, username) });
     }
     this.byName = byName;
     const first = byName.values().next().value;
@@ -78,12 +83,12 @@ export class Accounts {
     return this.byName.size;
   }
 
-  /** The account's sources when the password is right, else null (the same work either way). */
-  async verify(username: string, password: string): Promise<{ username: string; sources: readonly string[] } | null> {
+  /** The account's sources and admin flag when the password is right, else null (the same work either way). */
+  async verify(username: string, password: string): Promise<{ username: string; sources: readonly string[]; admin: boolean } | null> {
     const account = this.byName.get(username);
     const h = account?.hash ?? this.dummy;
     const derived = await derive(password, h, h.hash.length);
     const same = timingSafeEqual(derived, h.hash);
-    return account !== undefined && same ? { username: account.username, sources: account.sources } : null;
+    return account !== undefined && same ? { username: account.username, sources: account.sources, admin: account.admin } : null;
   }
 }

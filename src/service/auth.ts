@@ -15,6 +15,8 @@ import { createHash, randomBytes } from 'node:crypto';
 export interface Session {
   readonly username: string;
   readonly sources: readonly string[];
+  /** An admin account's session: it may write inside its sources (handler.ts). */
+  readonly admin: boolean;
   readonly expiresAt: number;
   /** Rate-limit bucket: tokens left and when they were last counted. */
   tokens: number;
@@ -33,11 +35,11 @@ export class TokenStore {
     private readonly burst: number,
   ) {}
 
-  issue(username: string, sources: readonly string[]): { token: string; expiresIn: number } {
+  issue(username: string, sources: readonly string[], admin = false): { token: string; expiresIn: number } {
     const now = this.clock();
     if (this.sessions.size >= this.sweepAt) this.sweep(now);
     const token = randomBytes(32).toString('base64url');
-    this.sessions.set(sha256(token), { username, sources, expiresAt: now + this.lifetimeMs, tokens: this.burst, refilledAt: now });
+    this.sessions.set(sha256(token), { username, sources, admin, expiresAt: now + this.lifetimeMs, tokens: this.burst, refilledAt: now });
     return { token, expiresIn: Math.round(this.lifetimeMs / 1000) };
   }
 

@@ -21,6 +21,10 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   InvalidHttp: 400,
   QueryOptionNotAllowed: 400,
   UnsupportedFormat: 400,
+  // 400: a write of an admin account (handler.ts) that is malformed or outside its sources
+  InvalidJson: 400,
+  InvalidBody: 400,
+  SourceNotAllowed: 400,
   // 401: no usable credentials
   MissingToken: 401,
   InvalidToken: 401,

@@ -3,6 +3,8 @@
  * `(Request) => Promise<Response>`. Order of checks for every request: size limits (414, 413),
  * then `/v1/token` (public), then authentication (401, before any 404), the per-token rate limit
  * (429), routing (404), method (405), and the query (400 from the engine's coded errors).
+ * Sessions of admin accounts also write (POST and DELETE under /v1/listings/data, inside their
+ * sources; DESIGN.md "Writes over HTTP"); to every other session the service is read-only.
  */
 import { randomUUID } from 'node:crypto';
 import { TOP_LIMITS, type Engine, type QueryResource, type QueryResult } from '../engine.js';
@@ -10,6 +12,8 @@ import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES } from '../schema/types.js';
+import { CATALOG } from '../schema/catalog.js';
+import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
 import { Accounts, type AccountsFile } from './accounts.js';
 import { LoginThrottle, takeRequest, TokenStore, type LoginThrottleOptions, type RateLimitOptions, type Session } from './auth.js';
@@ -49,6 +53,10 @@ export interface HandlerOptions {
 const DATA_PREFIX = '/v1/listings/data';
 const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse']);
 const READ_METHODS = 'GET, HEAD';
+/** What an admin session may do on a collection, on `Property('KEY')`, and on a child's `Media('KEY')`. */
+const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
+const LISTING_METHODS_ADMIN = 'GET, HEAD, DELETE';
+const CHILD_METHODS_ADMIN = 'DELETE';
 const BEARER_CHALLENGE = 'Bearer realm="reso-engine"';
 /** Options a fetch by key takes (the rest describe collections). */
 const ENTITY_OPTIONS: ReadonlySet<keyof ParsedQuery> = new Set<keyof ParsedQuery>(['select', 'expand', 'ignorenulls', 'format']);
@@ -90,7 +98,7 @@ export function createHandler(options: HandlerOptions): Handler {
 
   async function token(request: Request): Promise<Response> {
     if (request.method !== 'POST') throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on /v1/token; use POST.`, { headers: { Allow: 'POST' } });
-    const type = (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+    const type = mediaTypeOf(request);
     if (type !== 'application/x-www-form-urlencoded') {
       throw new ServiceError('InvalidContentType', `POST /v1/token takes application/x-www-form-urlencoded, not '${type || 'no content type'}'.`);
     }
@@ -124,7 +132,7 @@ export function createHandler(options: HandlerOptions): Handler {
       throw new ServiceError('InvalidCredentials', 'The username or password is wrong.');
     }
     throttle?.succeeded(username);
-    const issued = tokens.issue(account.username, account.sources);
+    const issued = tokens.issue(account.username, account.sources, account.admin);
     return jsonResponse(200, { access_token: issued.token, expires_in: issued.expiresIn, type: 'Bearer' }, { 'Cache-Control': 'no-store' });
   }
 
@@ -133,8 +141,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (header === null) {
       throw new ServiceError('MissingToken', 'This path needs an Authorization: Bearer <token> header; get a token from POST /v1/token.', { headers: { 'WWW-Authenticate': BEARER_CHALLENGE } });
     }
-    const m = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
-    const session = m ? tokens.find(m[1]) : null;
+    const session = sessionOf(header);
     if (session === null) {
       throw new ServiceError('InvalidToken', 'The access token is unknown or expired; get a new one from POST /v1/token.', {
         headers: { 'WWW-Authenticate': `${BEARER_CHALLENGE}, error="invalid_token"` },
@@ -145,6 +152,21 @@ export function createHandler(options: HandlerOptions): Handler {
       if (wait > 0) throw new ServiceError('RateLimited', `Too many requests for this token; try again in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
     }
     return session;
+  }
+
+  /** The live session an Authorization header names, or null. */
+  function sessionOf(header: string | null): Session | null {
+    const m = header === null ? null : /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
+    return m ? tokens.find(m[1]) : null;
+  }
+
+  /**
+   * The body limit of a request, known before authentication (a 413 comes first): a POST under
+   * the data path by an admin account's session is a write, with its own limit.
+   */
+  function bodyLimitOf(request: Request, path: string): number {
+    if (request.method !== 'POST' || !path.startsWith(`${DATA_PREFIX}/`)) return limits.maxBodyBytes;
+    return sessionOf(request.headers.get('authorization'))?.admin === true ? limits.maxWriteBodyBytes : limits.maxBodyBytes;
   }
 
   /** parseQuery's coded errors, then only the options this path takes. */
@@ -179,23 +201,166 @@ export function createHandler(options: HandlerOptions): Handler {
     return new Response(body, { status: 200, headers });
   }
 
-  function entity(literal: string, session: Session, decoded: string, base: string): Response {
-    const key = parseKey(literal);
-    options_(decoded, ENTITY_OPTIONS, 'a single listing');
-    const table = engine.store.Property;
-    const notFound = (): ServiceError => new ServiceError('EntityNotFound', `No listing with ListingKey '${key}' is visible to this account.`);
+  /**
+   * Whether a live record of the resource has this key and is visible to the sources: a listing by
+   * its OriginatingSystemName, a child by its listing's (as the engine decides visibility). Key
+   * index lookups, O(1): a `$filter` on a key would scan the table.
+   */
+  function visibleRecord(resource: QueryResource, key: string, sources: readonly string[]): boolean {
+    if (!engine.has(resource, key)) return false;
+    const table = engine.store.table(resource);
     const row = table.rowOfKey(key);
-    if (row < 0) throw notFound();
-    const osn = table.value(row, 'OriginatingSystemName');
-    if (typeof osn !== 'string' || !session.sources.includes(osn)) throw notFound();
+    if (resource === 'Property') {
+      const osn = table.value(row, 'OriginatingSystemName');
+      return typeof osn === 'string' && sources.includes(osn);
+    }
+    const link = CATALOG[resource].parent!;
+    if (link.when !== null && table.value(row, link.when.field) !== link.when.equals) return false;
+    const listing = table.value(row, link.field);
+    return typeof listing === 'string' && visibleRecord('Property', listing, sources);
+  }
+
+  function entity(literal: string, session: Session, decoded: string, base: string): Response {
+    const key = parseKey('Property', literal);
+    options_(decoded, ENTITY_OPTIONS, 'a single listing');
+    if (!visibleRecord('Property', key, session.sources)) throw notFoundOf('Property', key);
+    const table = engine.store.Property;
+    const osn = table.value(table.rowOfKey(key), 'OriginatingSystemName') as string;
     // the listing's own source narrows the engine's candidates to one MLS's rows (a lookup index)
     const filter = `OriginatingSystemName eq ${quote(osn)} and ListingKey eq ${quote(key)}`;
     const result = engine.query('Property', `${decoded === '' ? '' : `${decoded}&`}$filter=${filter}&$top=1`, { sources: session.sources });
     const record = result.value[0];
-    if (record === undefined) throw notFound();
+    if (record === undefined) throw notFoundOf('Property', key);
     const fields = JSON.stringify(record);
     const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#Property/$entity`);
     return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
+  }
+
+  /** Writes run one at a time, so each one's source checks see the data the one before left. */
+  let writes: Promise<unknown> = Promise.resolve();
+
+  /**
+   * A change of an admin session: checked against its sources (`scope`), then applied as one
+   * atomic change. Keys the account cannot see are left out of removals and counted as not found.
+   */
+  function write(session: Session, operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
+    const run = writes.then(async (): Promise<ChangeSummary> => {
+      const { allowed, hidden } = scope(operations, session.sources);
+      const s = await engine.apply(allowed);
+      return { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound + hidden };
+    });
+    writes = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * An admin session writes only inside its sources. Walking the operations in order (a record
+   * upserted or removed earlier in the change counts as the account's): an upserted listing's
+   * OriginatingSystemName must be one of the sources; a child must name a live listing the account
+   * sees; an upsert may not take a key a record the account cannot see holds; a removal of a key
+   * the account cannot see is dropped and counted as not found, exactly like an unknown key.
+   * Records that are not objects are left for the engine to refuse (BadDataLine).
+   */
+  function scope(operations: readonly ChangeOperation[], sources: readonly string[]): { allowed: ChangeOperation[]; hidden: number } {
+    /** Keys of this change so far: upserted (true) or removed (false). */
+    const changed = new Map<string, boolean>();
+    const id = (r: string, key: string): string => `${r}\u0000${key}`;
+    const own = (r: QueryResource, key: string): boolean => changed.has(id(r, key)) || visibleRecord(r, key, sources);
+    const liveListing = (key: string): boolean => changed.get(id('Property', key)) ?? visibleRecord('Property', key, sources);
+    const refuse = (message: string): ServiceError => new ServiceError('SourceNotAllowed', message);
+    let hidden = 0;
+    const allowed = operations.map((op): ChangeOperation => {
+      const r = op.resource as QueryResource;
+      if ('remove' in op) {
+        const keys: string[] = [];
+        for (const key of op.remove) {
+          if (!own(r, key)) {
+            hidden++;
+            continue;
+          }
+          keys.push(key);
+          changed.set(id(r, key), false);
+        }
+        return { resource: r, remove: keys };
+      }
+      const def = CATALOG[r];
+      op.upsert.forEach((record, i) => {
+        if (record === null || typeof record !== 'object' || Array.isArray(record)) return;
+        const rec = record as Record<string, unknown>;
+        const at = `${r} record ${i + 1}`;
+        const key = rec[def.key];
+        if (typeof key === 'string' && key !== '' && !own(r, key) && engine.has(r, key)) {
+          throw refuse(`${at}: ${def.key} '${key.slice(0, 100)}' is held by a record this account cannot write; keys are unique across sources.`);
+        }
+        // a listing needs one of the sources; a child may leave it out (it is its listing's)
+        const osn = rec.OriginatingSystemName;
+        const ours = typeof osn === 'string' && sources.includes(osn);
+        if (!ours && (def.parent === null || (osn !== undefined && osn !== null))) {
+          const what = osn === undefined ? 'has no OriginatingSystemName' : `has OriginatingSystemName ${JSON.stringify(osn).slice(0, 80)}`;
+          throw refuse(`${at} ${what}: this account writes records of its sources only (${sources.join(', ')}).`);
+        }
+        if (def.parent !== null) {
+          const link = def.parent;
+          const listing = rec[link.field];
+          const linked = link.when === null || rec[link.when.field] === link.when.equals;
+          if (!linked || typeof listing !== 'string' || !liveListing(listing)) {
+            const named = typeof listing === 'string' && linked ? `${link.field} '${listing.slice(0, 100)}' is not a listing of this account's sources` : `names no listing (give ${link.when === null ? '' : `${link.when.field} '${link.when.equals}' and `}${link.field})`;
+            throw refuse(`${at}: ${named}; this account writes records of its sources' listings only.`);
+          }
+        }
+        if (typeof key === 'string') changed.set(id(r, key), true);
+      });
+      return op;
+    });
+    return { allowed, hidden };
+  }
+
+  /** The JSON body of a write: application/json, up to the write limit. */
+  async function jsonBody(request: Request): Promise<unknown> {
+    const type = mediaTypeOf(request);
+    if (type !== 'application/json') throw new ServiceError('InvalidContentType', `A write takes application/json, not '${type || 'no content type'}'.`);
+    const text = await readBody(request, limits.maxWriteBodyBytes);
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (e) {
+      throw new ServiceError('InvalidJson', `The request body is not valid JSON: ${(e as Error).message.slice(0, 200)}.`);
+    }
+  }
+
+  /** `POST .../{Resource}`: a JSON array of records, or `{"value":[records]}`, upserted as one change. */
+  async function upsertRecords(resource: QueryResource, request: Request, session: Session, raw: string): Promise<Response> {
+    options_(decodeQueryOptions(raw), new Set(), 'a write');
+    const body = await jsonBody(request);
+    const records = Array.isArray(body) ? (body as unknown[]) : memberOf(body, 'value');
+    if (records === undefined) throw new ServiceError('InvalidBody', `POST ${DATA_PREFIX}/${resource} takes a JSON array of ${resource} records, or {"value":[records]}.`);
+    return summaryResponse(await write(session, [{ resource, upsert: records }]));
+  }
+
+  /** `POST .../$changes`: `{"operations":[{resource, upsert: [records]} | {resource, remove: [keys]}, ...]}` as one change. */
+  async function applyChanges(request: Request, session: Session, raw: string): Promise<Response> {
+    options_(decodeQueryOptions(raw), new Set(), 'a write');
+    const operations = memberOf(await jsonBody(request), 'operations');
+    if (operations === undefined) {
+      throw new ServiceError('InvalidBody', `POST ${DATA_PREFIX}/$changes takes {"operations":[{"resource":"Property","upsert":[records]},{"resource":"Media","remove":["KEY"]}]}.`);
+    }
+    // resources first (the engine's UnknownResource is a 404, and PropertyChange is not written here)
+    operations.forEach((op, i) => {
+      if (op === null || typeof op !== 'object') return; // the engine's InvalidChange names it
+      const resource = (op as { resource?: unknown }).resource;
+      if (typeof resource === 'string' && COLLECTIONS.has(resource)) return;
+      const what = resource === undefined ? 'names no resource' : `cannot change the resource ${JSON.stringify(resource).slice(0, 80)}`;
+      throw new QueryError('InvalidChange', `operation ${i + 1} ${what}: give "resource" as one of ${[...COLLECTIONS].join(', ')}.`);
+    });
+    return summaryResponse(await write(session, checkOperations(operations)));
+  }
+
+  /** `DELETE .../{Resource}('KEY')`: 204, or 404 when no such record is visible to the account. */
+  async function removeRecord(resource: QueryResource, literal: string, session: Session, raw: string): Promise<Response> {
+    const key = parseKey(resource, literal);
+    options_(decodeQueryOptions(raw), new Set(), 'a write');
+    const summary = await write(session, [{ resource, remove: [key] }]);
+    if (summary.removed !== 1) throw notFoundOf(resource, key);
+    return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
   }
 
   function metadataResponse(): Response {
@@ -207,18 +372,21 @@ export function createHandler(options: HandlerOptions): Handler {
   async function route(request: Request): Promise<Response> {
     const raw = rawQueryOfRequest(request);
     checkQueryLength(raw, limits);
-    const declared = request.headers.get('content-length');
-    if (declared !== null && Number(declared) > limits.maxBodyBytes) {
-      throw new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${limits.maxBodyBytes} bytes.`);
-    }
     const path = new URL(request.url).pathname;
+    const declared = request.headers.get('content-length');
+    const bodyLimit = bodyLimitOf(request, path);
+    if (declared !== null && Number(declared) > bodyLimit) {
+      throw new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${bodyLimit} bytes.`);
+    }
     if (path === '/v1/token') return token(request);
     if (path !== '/v1' && !path.startsWith('/v1/')) throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
     const session = authenticate(request);
 
-    const read = (): void => {
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${path}; use GET.`, { headers: { Allow: READ_METHODS } });
+    const read = (allow = READ_METHODS): void => {
+      const methods = allow.split(', ');
+      if (!methods.includes(request.method)) {
+        const use = methods.filter((m) => m !== 'HEAD').join(' or ');
+        throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${path}; use ${use}.`, { headers: { Allow: allow } });
       }
     };
     const base = baseUrlOf(request, publicBase);
@@ -245,13 +413,20 @@ export function createHandler(options: HandlerOptions): Handler {
         return metadataResponse();
       }
       if (COLLECTIONS.has(segment)) {
-        read();
+        if (session.admin && request.method === 'POST') return upsertRecords(segment as QueryResource, request, session, raw);
+        read(session.admin ? COLLECTION_METHODS_ADMIN : READ_METHODS);
         return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base);
       }
-      const keyed = /^Property\((.*)\)$/s.exec(segment);
-      if (keyed) {
-        read();
-        return entity(keyed[1], session, decodeQueryOptions(raw), base);
+      if (segment === '$changes' && session.admin) {
+        read('POST');
+        return applyChanges(request, session, raw);
+      }
+      const keyed = /^(Property|Media|OpenHouse)\((.*)\)$/s.exec(segment);
+      if (keyed && (keyed[1] === 'Property' || session.admin)) {
+        const resource = keyed[1] as QueryResource;
+        if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);
+        read(!session.admin ? READ_METHODS : resource === 'Property' ? LISTING_METHODS_ADMIN : CHILD_METHODS_ADMIN);
+        return entity(keyed[2], session, decodeQueryOptions(raw), base);
       }
     }
     throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}.`);
@@ -278,14 +453,38 @@ export function createHandler(options: HandlerOptions): Handler {
   };
 }
 
-/** `'KEY'` (with `''` for a quote) or `ListingKey='KEY'`; anything else is a 400. */
-function parseKey(literal: string): string {
-  const text = literal.startsWith('ListingKey=') ? literal.slice('ListingKey='.length) : literal;
+/** `'KEY'` (with `''` for a quote) or `ListingKey='KEY'` (the resource's key field); anything else is a 400. */
+function parseKey(resource: QueryResource, literal: string): string {
+  const named = `${CATALOG[resource].key}=`;
+  const text = literal.startsWith(named) ? literal.slice(named.length) : literal;
   if (text.length >= 2 && text.startsWith("'") && text.endsWith("'")) {
     const inner = text.slice(1, -1);
     if (!inner.replace(/''/g, '').includes("'")) return inner.replace(/''/g, "'");
   }
-  throw new ServiceError('InvalidKey', `Property(${literal.slice(0, 80)}) is not a key: write Property('KEY'), doubling any quote inside the key.`);
+  throw new ServiceError('InvalidKey', `${resource}(${literal.slice(0, 80)}) is not a key: write ${resource}('KEY'), doubling any quote inside the key.`);
+}
+
+/** The 404 of a key no live record visible to the account has (the same whether it exists elsewhere or not). */
+function notFoundOf(resource: QueryResource, key: string): ServiceError {
+  const what = resource === 'Property' ? 'listing' : `${resource} record`;
+  return new ServiceError('EntityNotFound', `No ${what} with ${CATALOG[resource].key} '${key}' is visible to this account.`);
+}
+
+/** The media type of a request's Content-Type, lower-cased, without parameters ('' when absent). */
+function mediaTypeOf(request: Request): string {
+  return (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+}
+
+/** `body[name]` when the body is an object holding an array there and otherwise only annotations (`@...`). */
+function memberOf(body: unknown, name: string): unknown[] | undefined {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const o = body as Record<string, unknown>;
+  if (!Array.isArray(o[name]) || Object.keys(o).some((k) => k !== name && !k.startsWith('@'))) return undefined;
+  return o[name] as unknown[];
+}
+
+function summaryResponse(s: ChangeSummary): Response {
+  return jsonResponse(200, { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound });
 }
 
 const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;

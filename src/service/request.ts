@@ -9,9 +9,11 @@ export interface Limits {
   readonly maxQueryStringBytes: number;
   /** Request body, in bytes; larger is a 413. */
   readonly maxBodyBytes: number;
+  /** Body of a write (POST under /v1/listings/data/) by an admin account's session, in bytes; larger is a 413. */
+  readonly maxWriteBodyBytes: number;
 }
 
-export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_384, maxBodyBytes: 16_384 });
+export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_384, maxBodyBytes: 16_384, maxWriteBodyBytes: 64 * 1024 * 1024 });
 
 /**
  * Where an adapter leaves the request target exactly as the client sent it. `Request.url` is
