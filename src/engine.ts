@@ -8,11 +8,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QueryError } from './errors.js';
 import { spanOf, type ParsedQuery } from './odata/ast.js';
-import { parseQuery } from './odata/parse-query.js';
+import { parseQuery, splitQuery } from './odata/parse-query.js';
 import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
 import { StoreAccess, type StoreIndexes, type TableAccess } from './plan/access.js';
+import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
+import { CATALOG, DERIVED_PROPERTY_FIELDS } from './schema/catalog.js';
+import { RESOURCE_NAMES, type ResourceName } from './schema/types.js';
 import { andOf, answeredBy, chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
 import { compile, type Evaluator } from './exec/compile.js';
 import { orderRows, type SortKey } from './exec/order.js';
@@ -20,6 +23,7 @@ import { bindExpand, type ExpandPlan } from './exec/expand.js';
 import { bindApply, type BoundGrouping } from './plan/bind-apply.js';
 import { describeGrouping, runApply } from './exec/aggregate.js';
 import { evaluateSearch, prepareSearch, type PreparedSearch, type SearchMatch } from './search/bm25.js';
+import { crc32 } from 'node:zlib';
 import { rankSearch } from './search/ranked.js';
 import { getBit, popcount32 } from './store/bits.js';
 import { ParentKeyColumn, type JsonValue } from './store/columns.js';
@@ -40,6 +44,11 @@ export type QueryResource = 'Property' | 'Media' | 'OpenHouse';
 const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse'];
 
 export interface EngineOpenOptions {
+  /**
+   * How long a generation that a nextLink pinned stays readable after it was last paged (ms;
+   * default 10 minutes). Paging an expired one is a QueryError `SkipTokenExpired`.
+   */
+  readonly pageSnapshotTtlMs?: number;
   /** A data directory, or records in memory; defaults to the embedded default data set. */
   readonly data?: string | RecordsInput;
   /**
@@ -94,6 +103,10 @@ interface Prepared {
   /** Top-level conjuncts the candidate source answers exactly. */
   readonly answered: ReadonlySet<Bound>;
   readonly nowMs: number;
+  /** The generation of the data the query reads (the newest, or the one its $skiptoken pinned). */
+  readonly gen: Generation;
+  /** The $skiptoken the nextLink carries (pins `gen`). */
+  readonly token: string;
   /** $expand, bound against the child schemas (Property only). */
   readonly expand: ExpandPlan | null;
   /** $apply's groupby/aggregate step: the response rows are then its groups. */
@@ -101,36 +114,73 @@ interface Prepared {
 }
 
 /** The parts of Prepared that depend on the caller or the moment, not on the query text. */
-type Plan = Omit<Prepared, 'visible' | 'sources' | 'nowMs'>;
+type Plan = Omit<Prepared, 'visible' | 'sources' | 'nowMs' | 'gen' | 'token'>;
+
+/** Default time a paged generation stays readable after its last page (pageSnapshotTtlMs). */
+export const PAGE_SNAPSHOT_TTL_MS = 10 * 60_000;
+/** Older generations kept for paging at most; past it the least recently paged expires early. */
+export const MAX_PINNED_GENERATIONS = 32;
 
 /** Plans kept for repeated query texts (least recently used dropped first). */
 export const PLAN_CACHE_SIZE = 512;
 
 export class Engine {
-  private readonly access: StoreAccess;
+  private gen: Generation;
   private readonly plans = new Map<string, Plan>();
+  private readonly writer: ChangeWriter;
+  /**
+   * The data set's part of every $skiptoken: a checksum of the listing keys and table sizes as
+   * loaded, so that the same data gives the same nextLinks (deterministic responses), and a token
+   * of another data set is unknown here.
+   */
+  private readonly instance: string;
+  /** Older generations that nextLinks pinned, with the time they were last paged. */
+  private readonly pinned = new Map<number, { gen: Generation; lastUsed: number }>();
+  private readonly pageTtl: number;
+  /** When a nextLink last pinned the newest generation (null: none since it was published). */
+  private pagedAt: number | null = null;
+  /** The last generation id given out. */
+  private lastId = 0;
+  /** The newest generation whose `access.base` indexes cover exactly its rows (loaded or compacted). */
+  private baseId = 0;
 
   private constructor(
-    readonly store: Store,
+    store: Store,
     private readonly clock: () => number,
     indexes?: StoreIndexes,
+    pageTtl = PAGE_SNAPSHOT_TTL_MS,
   ) {
-    this.access = new StoreAccess(store, indexes);
+    this.gen = { id: 0, store, access: new StoreAccess(store, indexes) };
+    this.instance = fingerprint(store);
+    this.writer = new ChangeWriter(clock, () => ++this.lastId);
+    this.pageTtl = pageTtl;
   }
 
   static async open(options: EngineOpenOptions = {}): Promise<Engine> {
     const now = options.now;
     const clock = now ? () => now().getTime() : () => Date.now();
+    const ttl = options.pageSnapshotTtlMs;
+    if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0)) throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const { store, indexes } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes);
+      return new Engine(store, clock, indexes, ttl);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock);
+    return new Engine(store, clock, undefined, ttl);
+  }
+
+  /** The data set as of now (the newest generation). */
+  get store(): Store {
+    return this.gen.store;
+  }
+
+  /** The number of the newest generation: 0 as loaded, one more per change applied. */
+  get generation(): number {
+    return this.gen.id;
   }
 
   /**
@@ -138,10 +188,121 @@ export class Engine {
    * report, accounts and profiles) to one snapshot file that `Engine.open({ snapshot })` reads
    * back much faster than the data. Synchronous; the file is replaced atomically (a temporary
    * file renamed over it), so `file` never holds a partial snapshot. Returns the file's size.
-   * Throws a SnapshotError (SnapshotWriteFailed) when it cannot write.
+   * After changes, the live records are first compacted into freshly built tables and indexes
+   * (see `compact`). Throws a SnapshotError (SnapshotWriteFailed) when it cannot write.
    */
   save(file: string): { bytes: number } {
-    return writeEngineSnapshot(file, this.store, this.access);
+    if (this.gen.id !== this.baseId) this.compact();
+    return writeEngineSnapshot(file, this.gen.store, this.gen.access.base);
+  }
+
+  /**
+   * Upserts records of one resource as one atomic change: a record whose key exists replaces that
+   * record (the whole record; a replaced listing keeps its children), others are added. Queries
+   * see all of it or none of it; they keep running while it applies. Children need their listing
+   * (MissingParent otherwise). Bad records are DataErrors as at load, and nothing is applied.
+   */
+  upsert(resource: ResourceName, records: readonly unknown[]): Promise<ChangeSummary> {
+    return this.apply([{ resource, upsert: records }]);
+  }
+
+  /** Removes records by key as one atomic change; a removed listing's children go with it. Unknown keys are counted, not errors. */
+  remove(resource: ResourceName, keys: readonly string[]): Promise<ChangeSummary> {
+    return this.apply([{ resource, remove: keys }]);
+  }
+
+  /**
+   * Applies several operations (`{ resource, upsert: records }` / `{ resource, remove: keys }`,
+   * in order) as ONE atomic change, published as the next generation. Changes apply one at a
+   * time, in the order they were asked for.
+   */
+  apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
+    let checked: ChangeOperation[];
+    try {
+      checked = checkOperations(operations);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.writer.apply(checked, () => this.gen, (next) => this.publish(next));
+  }
+
+  /** The $skiptoken nextLinks carry now: the data set and the newest generation (paging pins it). */
+  get pageToken(): string {
+    return this.tokenOf(this.gen);
+  }
+
+  /** Whether a live record of the resource has this key (any source: not for callers limited to some). */
+  has(resource: ResourceName, key: string): boolean {
+    const table = this.gen.store.table(resource);
+    const row = table.rowOfKey(key);
+    return row >= 0 && !this.gen.access.of(table).isDead(row);
+  }
+
+  /** The keys of every live record of the resource, in key order (any source: not for callers limited to some). */
+  keys(resource: ResourceName): string[] {
+    const table = this.gen.store.table(resource);
+    const access = this.gen.access.of(table);
+    const out: string[] = [];
+    for (const row of access.keyOrder) if (!access.isDead(row)) out.push(table.keyOf(row));
+    return out;
+  }
+
+  /** Makes `next` the generation new queries read; the previous one stays readable while pinned. */
+  private publish(next: Generation): void {
+    const previous = this.gen;
+    const now = this.clock();
+    if (this.pagedAt !== null) this.pinned.set(previous.id, { gen: previous, lastUsed: this.pagedAt });
+    this.pagedAt = null;
+    for (const [id, pin] of this.pinned) if (now - pin.lastUsed > this.pageTtl) this.pinned.delete(id);
+    while (this.pinned.size > MAX_PINNED_GENERATIONS) {
+      let oldest: number | null = null;
+      for (const [id, pin] of this.pinned) if (oldest === null || pin.lastUsed < this.pinned.get(oldest)!.lastUsed) oldest = id;
+      this.pinned.delete(oldest!);
+    }
+    this.gen = next;
+  }
+
+  /**
+   * Rewrites the live records into freshly built tables and indexes (no dead rows, no appended
+   * tails), as one new generation. Synchronous: it re-reads every live record (about as long as
+   * loading them). `save` calls it after changes; pinned older generations stay readable.
+   */
+  compact(): void {
+    const g = this.gen;
+    const records: Record<string, unknown[]> = {};
+    const derived = new Set(DERIVED_PROPERTY_FIELDS.map((f) => f.name));
+    for (const r of RESOURCE_NAMES) {
+      const table = g.store.table(r);
+      const access = g.access.of(table);
+      const fields = r === 'Property' ? table.schema.fields.map((f) => f.name).filter((f) => !derived.has(f)) : undefined;
+      const out: unknown[] = [];
+      for (const row of access.keyOrder) {
+        if (access.isDead(row)) continue;
+        const record = table.record(row, fields);
+        for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
+        out.push(record);
+      }
+      records[r] = out;
+    }
+    const store = loadRecords(records, { now: this.clock, accounts: g.store.accounts ?? undefined, profiles: g.store.profiles ?? undefined });
+    // service_OriginalEntryTimestamp and the DaysOnMarket reference come from the versions seen
+    // before (the first version loaded), not from the live record alone: carried over as they are.
+    const old = g.store.Property;
+    const fresh = store.Property;
+    for (const f of ['service_OriginalEntryTimestamp', 'service_DaysOnMarketReferenceTimestamp'] as const) {
+      const from = old.columnOf(f, 'timestamp')!;
+      const into = fresh.columnOf(f, 'timestamp')!;
+      for (let row = 0; row < fresh.rowCount; row++) {
+        const o = old.rowOfKey(fresh.keyOf(row));
+        into.values[row] = from.values[o];
+        if (getBit(from.validity, o)) into.validity[row >>> 5] |= 1 << (row & 31);
+        else into.validity[row >>> 5] &= ~(1 << (row & 31));
+      }
+    }
+    const compacted: Generation = { id: ++this.lastId, store, access: new StoreAccess(store) };
+    this.writer.rebase();
+    this.baseId = compacted.id;
+    this.publish(compacted);
   }
 
   /** The engine clock's current instant, epoch ms. */
@@ -151,7 +312,9 @@ export class Engine {
 
   query(resource: QueryResource, query: QueryInput, options: QueryOptions = {}): QueryResult {
     const p = this.prepare(resource, query, options);
-    return this.execute(p);
+    const result = this.execute(p);
+    if (result['@odata.nextLink'] !== undefined) this.pinForPaging(p.gen);
+    return result;
   }
 
   /** The plan a query would run, as text. */
@@ -174,33 +337,78 @@ export class Engine {
       throw new QueryError('UnknownResource', `No resource '${String(resource)}': query Property, Media or OpenHouse.`);
     }
     const text = typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
-    const key = `${resource}\n${options.maxPageSize ?? ''}\n${text}`;
+    const { gen, token } = this.generationOf(text);
+    const key = `${gen.id}\n${resource}\n${options.maxPageSize ?? ''}\n${text}`;
     let plan = this.plans.get(key);
     if (plan) {
       this.plans.delete(key); // refresh its place in the LRU order
     } else {
       try {
-        plan = this.plan(resource, text, options, false);
+        plan = this.plan(gen, resource, text, options, false);
       } catch (err) {
         // Parse without source spans (faster); a binder error re-plans with them for its position.
         if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
-        plan = this.plan(resource, text, options, true);
+        plan = this.plan(gen, resource, text, options, true);
       }
       if (this.plans.size >= PLAN_CACHE_SIZE) this.plans.delete(this.plans.keys().next().value!);
     }
     this.plans.set(key, plan);
-    return { ...plan, visible: this.visibility(plan.table, options.sources), sources: options.sources, nowMs: this.clock() };
+    return { ...plan, visible: this.visibility(gen, plan.table, options.sources), sources: options.sources, nowMs: this.clock(), gen, token };
+  }
+
+  /**
+   * The generation a query reads: the one its $skiptoken pinned (a nextLink of an earlier page),
+   * else the newest. A token this engine did not give, or whose generation is no longer kept, is a
+   * QueryError.
+   */
+  private generationOf(text: string): { gen: Generation; token: string } {
+    const current = this.gen;
+    if (!text.includes('$skiptoken=')) return { gen: current, token: this.tokenOf(current) };
+    const raw = splitQuery(text).find((o) => o.name === '$skiptoken')?.value;
+    if (raw === undefined) return { gen: current, token: this.tokenOf(current) };
+    const m = /^([0-9a-f]{8})-([0-9]{1,15})$/.exec(raw);
+    if (m === null) {
+      throw new QueryError('InvalidSkipToken', `$skiptoken '${raw.slice(0, 40)}' is not one this service gave: follow the @odata.nextLink as it is.`, { option: '$skiptoken' });
+    }
+    const id = Number(m[2]);
+    const now = this.clock();
+    if (m[1] === this.instance && id === current.id) return { gen: current, token: raw };
+    const pin = m[1] === this.instance ? this.pinned.get(id) : undefined;
+    if (pin === undefined || now - pin.lastUsed > this.pageTtl) {
+      if (pin !== undefined) this.pinned.delete(id);
+      throw new QueryError(
+        'SkipTokenExpired',
+        `The data this nextLink was paging (generation ${id}) has changed and is no longer kept: start again from the first page.`,
+        { option: '$skiptoken' },
+      );
+    }
+    pin.lastUsed = now;
+    return { gen: pin.gen, token: raw };
+  }
+
+  private tokenOf(gen: Generation): string {
+    return `${this.instance}-${gen.id}`;
+  }
+
+  /** Called when a response carries a nextLink on `gen`: keeps it readable for paging once newer data is published. */
+  private pinForPaging(gen: Generation): void {
+    const now = this.clock();
+    if (gen === this.gen) this.pagedAt = now;
+    else {
+      const pin = this.pinned.get(gen.id);
+      if (pin !== undefined) pin.lastUsed = now;
+    }
   }
 
   /** Parse, bind and plan: everything about a query that depends only on its text and the data. */
-  private plan(resource: QueryResource, text: string, options: QueryOptions, spans: boolean): Plan {
+  private plan(gen: Generation, resource: QueryResource, text: string, options: QueryOptions, spans: boolean): Plan {
     const parsed = parseQuery(text, { spans });
-    const expand = parsed.expand ? bindExpand(parsed.expand, { resource, store: this.store, spanOf: (node) => spanOf(parsed, node) }) : null;
+    const expand = parsed.expand ? bindExpand(parsed.expand, { resource, store: gen.store, spanOf: (node) => spanOf(parsed, node) }) : null;
     if (parsed.format !== undefined && parsed.format !== 'json') {
       throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
     }
-    const table = this.store.table(resource);
-    const access = this.access.of(table);
+    const table = gen.store.table(resource);
+    const access = gen.access.of(table);
     const ctx = (option: string): BindContext => ({ schema: table.schema, option, spanOf: (node) => spanOf(parsed, node) });
     const bound = parsed.filter ? bindFilter(parsed.filter, ctx('$filter')) : null;
     const applied = parsed.apply ? bindApply(parsed, ctx, bound) : null;
@@ -218,11 +426,11 @@ export class Engine {
 
     const searches = new Map<number, { node: Extract<Bound, { kind: 'search' }>; prepared: PreparedSearch }>();
     for (const node of searchCalls(filter)) {
-      searches.set(node.ordinal, { node, prepared: prepareSearch(this.access.search[node.field], node.text, node.minMatches) });
+      searches.set(node.ordinal, { node, prepared: prepareSearch(gen.access.search[node.field], node.text, node.minMatches) });
     }
     const top = conjuncts(filter);
     const strategy = chooseOrder(order, top, [...searches.values()].map((s) => s.node), parsed.count === true, parsed.top !== undefined, (name) => access.sortedBy(name) !== null);
-    const source = this.chooseSource(top, searches, access);
+    const source = this.chooseSource(gen, top, searches, access);
     const answered = answeredBy(source, top);
     return {
       resource, table, access, parsed, filter, order, select, expand, grouping,
@@ -231,7 +439,7 @@ export class Engine {
   }
 
   /** The cheapest candidate source among the top-level conjuncts (sizes known before running). */
-  private chooseSource(top: readonly Bound[], searches: Prepared['searches'], access: TableAccess): CandidateSource {
+  private chooseSource(gen: Generation, top: readonly Bound[], searches: Prepared['searches'], access: TableAccess): CandidateSource {
     let best: { source: CandidateSource; size: number } | null = null;
     const consider = (source: CandidateSource, size: number): void => {
       if (!best || size < best.size) best = { source, size };
@@ -242,11 +450,11 @@ export class Engine {
       if (e.kind === 'search') {
         const s = searches.get(e.ordinal)!;
         // an upper bound: the postings of the rarest required term (exact), or all expansions
-        const idx = this.access.search[e.field];
+        const view = gen.access.search[e.field];
         let size = 0;
         for (const t of s.prepared.terms) {
-          if (t.exact >= 0) size += idx.offsets[t.exact + 1] - idx.offsets[t.exact];
-          for (const id of t.inexact) size += idx.offsets[id + 1] - idx.offsets[id];
+          if (t.exact >= 0) size += view.postingCount(t.exact);
+          for (const id of t.inexact) size += view.postingCount(id);
         }
         consider({ kind: 'search', node: e }, size);
       } else if (e.kind === 'geo') {
@@ -287,9 +495,16 @@ export class Engine {
   }
 
   /** Row visibility for the caller's sources: the listing's OriginatingSystemName (children: their listing's). */
-  private visibility(table: Table, sources: readonly string[] | undefined): ((row: number) => boolean) | null {
-    if (sources === undefined) return null;
-    const property = this.store.Property;
+  /**
+   * Row visibility: the row is live in the generation, and for a caller limited to some sources,
+   * the listing's OriginatingSystemName is one of them (children: their listing's, read from the
+   * listing's live version). Null when every row is visible.
+   */
+  private visibility(gen: Generation, table: Table, sources: readonly string[] | undefined): ((row: number) => boolean) | null {
+    const dead = gen.access.of(table).dead;
+    const alive = dead === null ? null : (row: number): boolean => (dead[row >>> 5] & (1 << (row & 31))) === 0;
+    if (sources === undefined) return alive;
+    const property = gen.store.Property;
     const osn = property.columnOf('OriginatingSystemName', 'dictionary');
     if (!osn) return () => false;
     const allowed = new Uint8Array(osn.dictionary.length);
@@ -297,11 +512,19 @@ export class Engine {
       if (name !== null && sources.includes(name)) allowed[code] = 1;
     });
     const codes = osn.codes;
-    if (table === property) return (row) => allowed[codes[row]] === 1;
+    if (table === property) return alive === null ? (row) => allowed[codes[row]] === 1 : (row) => alive(row) && allowed[codes[row]] === 1;
     const link = table.schema.resource === 'Media' ? table.column('ResourceRecordKey') : table.column('ListingKey');
     if (!(link instanceof ParentKeyColumn)) return () => false;
     const parent = link.parentRow;
-    return (row) => parent[row] >= 0 && allowed[codes[parent[row]]] === 1;
+    const listings = gen.access.of(property);
+    if (listings.dead === null) return (row) => (alive === null || alive(row)) && parent[row] >= 0 && allowed[codes[parent[row]]] === 1;
+    return (row) => {
+      if (alive !== null && !alive(row)) return false;
+      let p = parent[row];
+      // a link to a replaced version of the listing: its live version decides
+      if (p >= 0 && listings.isDead(p)) p = property.rowOfKey(property.keyOf(p));
+      return p >= 0 && !listings.isDead(p) && allowed[codes[p]] === 1;
+    };
   }
 
   private execute(p: Prepared): QueryResult {
@@ -312,7 +535,7 @@ export class Engine {
       let r = results.get(ordinal);
       if (!r) {
         const s = p.searches.get(ordinal)!;
-        const match = evaluateSearch(this.access.search[s.node.field], s.prepared);
+        const match = evaluateSearch(p.gen.access.search[s.node.field], s.prepared);
         const bits = new Uint32Array((table.rowCount + 31) >>> 5);
         for (const row of match.rows) bits[row >>> 5] |= 1 << (row & 31);
         r = { match, bits };
@@ -340,7 +563,7 @@ export class Engine {
         }
         if (bits === null) {
           bits = new Uint32Array((table.rowCount + 31) >>> 5);
-          const index = this.access.points[node.field.name as 'Location' | 'RawLocation'];
+          const index = p.gen.access.points[node.field.name as 'Location' | 'RawLocation'];
           for (const r of index.within(node.lon, node.lat, node.meters)) bits[r >>> 5] |= 1 << (r & 31);
         }
         return getBit(bits, row);
@@ -371,8 +594,9 @@ export class Engine {
     const countMatches = (): number => {
       if (p.source.kind === 'lookup' && restOf().ev === null) {
         // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in)
-        const terms = p.sources !== undefined && table === this.store.Property ? [...p.source.terms, { field: 'OriginatingSystemName', values: p.sources }] : p.source.terms;
-        if (visible === null || terms !== p.source.terms) return this.lookupCount(p, { kind: 'lookup', terms });
+        // (lookup bitsets leave dead rows out themselves)
+        const terms = p.sources !== undefined && table === p.gen.store.Property ? [...p.source.terms, { field: 'OriginatingSystemName', values: p.sources }] : p.source.terms;
+        if (p.sources === undefined || terms !== p.source.terms) return this.lookupCount(p, { kind: 'lookup', terms });
       }
       return this.collect(p, acceptRest()).length;
     };
@@ -397,7 +621,7 @@ export class Engine {
     } else if (p.strategy.kind === 'ranked') {
       const s = p.searches.get(p.strategy.node.ordinal)!;
       const acceptRanked = acceptWith(residualWithout(new Set([s.node])));
-      const ranked = rankSearch(this.access.search[s.node.field], s.prepared, need, { accept: acceptRanked, tieRank: access.keyRank });
+      const ranked = rankSearch(p.gen.access.search[s.node.field], s.prepared, need, { accept: acceptRanked, tieRank: access.keyRank });
       ordered = ranked.rows;
     } else if (p.strategy.kind === 'walk') {
       const { field, descending } = p.strategy;
@@ -412,7 +636,7 @@ export class Engine {
       if (bits === null) ordered = walkOrder(order, 0, accept(), need);
       else {
         const rest = restOf();
-        ordered = rest.ev === null && p.visible === null ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && rest.accept(row), need);
+        ordered = rest.ev === null && p.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && rest.accept(row), need);
       }
     } else {
       const matches = this.collect(p, acceptRest());
@@ -435,12 +659,12 @@ export class Engine {
     switch (s.kind) {
       case 'search': {
         const ref = p.searches.get(s.node.ordinal)!;
-        const match = evaluateSearch(this.access.search[s.node.field], ref.prepared);
+        const match = evaluateSearch(p.gen.access.search[s.node.field], ref.prepared);
         for (const row of match.rows) if (accept(row)) out.push(row);
         return Uint32Array.from(out);
       }
       case 'geo': {
-        const index = this.access.points[s.node.field.name as 'Location' | 'RawLocation'];
+        const index = p.gen.access.points[s.node.field.name as 'Location' | 'RawLocation'];
         return index.within(s.node.lon, s.node.lat, s.node.meters, accept);
       }
       case 'lookup': {
@@ -472,11 +696,12 @@ export class Engine {
 
   /**
    * One bitset per lookup term: the value's own cached bitset when the term has one value (no
-   * copy), else the OR of the values' bitsets.
+   * copy), else the OR of the values' bitsets; plus the live rows when some are dead.
    */
   private termBits(p: Prepared, s: Extract<CandidateSource, { kind: 'lookup' }>): Uint32Array[] {
     const words = (p.table.rowCount + 31) >>> 5;
-    return s.terms.map((t) => {
+    const live = p.access.liveBits;
+    const terms = s.terms.map((t) => {
       const col = p.table.columnOf(t.field, 'dictionary')!;
       const codes = t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0);
       if (codes.length === 1) return p.access.valueBits(t.field, codes[0]);
@@ -487,6 +712,8 @@ export class Engine {
       }
       return term;
     });
+    // dead rows (replaced or removed) as one more term
+    return live === null ? terms : [...terms, live];
   }
 
   /** AND over the lookup terms of (OR over each term's values) of per-value bitsets. */
@@ -526,6 +753,14 @@ export class Engine {
   }
 }
 
+/** 8 hex digits: CRC-32 of the table sizes and the listing keys (see Engine.instance). */
+function fingerprint(store: Store): string {
+  let crc = crc32(RESOURCE_NAMES.map((r) => store.table(r).rowCount).join(','));
+  const keys = store.Property.keyColumn;
+  crc = crc32(keys.bytes.subarray(0, keys.offsets[store.Property.rowCount]), crc);
+  return crc.toString(16).padStart(8, '0');
+}
+
 /**
  * The response for results in order (rows, or $apply groups): the page of $skip/$top, the count
  * (asked only under $count=true) and the nextLink (SERVICE.md §3 server paging). `ordered` holds
@@ -540,7 +775,7 @@ function respond(p: Prepared, ordered: Uint32Array, count: () => number, project
   const envelope: { -readonly [K in keyof QueryResult]: QueryResult[K] } = { '@odata.context': `$metadata#${p.resource}`, value };
   if (wantCount) envelope['@odata.count'] = count();
   if (more) {
-    const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
+    const next: ParsedQuery = { ...p.parsed, skip: p.skip + p.pageRows, skiptoken: p.token, ...(p.top !== undefined ? { top: p.top - p.pageRows } : {}) };
     envelope['@odata.nextLink'] = `${p.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
   }
   // key order for the @odata.count position: context, count, value, nextLink

@@ -31,7 +31,7 @@ import { bindFilter, bindOrderBy, bindSelect, type BindContext } from '../plan/b
 import type { Bound } from '../plan/bound.js';
 import type { ChildResourceName } from '../schema/types.js';
 import { getBit } from '../store/bits.js';
-import type { ChildIndex } from '../store/children.js';
+import type { Children } from '../store/children.js';
 import type { JsonValue } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
@@ -133,7 +133,7 @@ export function bindExpand(items: readonly ExpandItem[], ctx: ExpandBindContext)
 interface Compiled {
   readonly item: BoundExpansion;
   readonly table: Table;
-  readonly index: ChildIndex;
+  readonly index: Children;
   /** The nested $filter, or null. */
   readonly accept: Evaluator | null;
   readonly keys: readonly SortKey[];

@@ -309,6 +309,11 @@ export interface ParsedQuery {
   readonly orderby?: readonly OrderByItem[];
   readonly top?: number;
   readonly skip?: number;
+  /**
+   * Raw `$skiptoken` value: opaque to the parser. The engine writes one into every nextLink to pin
+   * the data generation the first page read (DESIGN.md, "Change").
+   */
+  readonly skiptoken?: string;
   readonly count?: boolean;
   readonly ignorenulls?: boolean;
   readonly expand?: readonly ExpandItem[];

@@ -26,7 +26,7 @@ export interface ParseOptions {
 export const DEFAULT_LIMITS: ParseLimits = Object.freeze({ maxDepth: 64, maxInListItems: 1000, maxOrderByItems: 8 });
 
 const SYSTEM_OPTIONS = [
-  '$filter', '$select', '$orderby', '$top', '$skip', '$count', '$ignorenulls', '$expand', '$apply', '$format',
+  '$filter', '$select', '$orderby', '$top', '$skip', '$skiptoken', '$count', '$ignorenulls', '$expand', '$apply', '$format',
 ] as const;
 type SystemOption = (typeof SYSTEM_OPTIONS)[number];
 
@@ -141,6 +141,7 @@ export function parseQuery(text: string, options?: ParseOptions): ParsedQuery {
     orderby?: readonly OrderByItem[];
     top?: number;
     skip?: number;
+    skiptoken?: string;
     count?: boolean;
     ignorenulls?: boolean;
     expand?: readonly ExpandItem[];
@@ -186,6 +187,11 @@ export function parseQuery(text: string, options?: ParseOptions): ParsedQuery {
       case '$skip':
         result.skip = integerOption(name, value);
         break;
+      case '$skiptoken':
+        // Opaque to the parser (OData: 1*qchar-no-AMP); the engine says whether it knows it.
+        if (value === '') throw queryError('InvalidSyntax', name, value, 0, 'expected a skip token, found end of input');
+        result.skiptoken = value;
+        break;
       case '$count':
         result.count = booleanOption(name, value);
         break;
@@ -204,5 +210,5 @@ export function parseQuery(text: string, options?: ParseOptions): ParsedQuery {
 
 /** The option keys of ParsedQuery in canonical (printing) order. */
 export const QUERY_KEYS = [
-  'filter', 'select', 'orderby', 'top', 'skip', 'count', 'ignorenulls', 'expand', 'apply', 'format',
+  'filter', 'select', 'orderby', 'top', 'skip', 'skiptoken', 'count', 'ignorenulls', 'expand', 'apply', 'format',
 ] as const satisfies readonly (keyof ParsedQuery)[];

@@ -203,6 +203,7 @@ const optionPrinters: { readonly [K in (typeof QUERY_KEYS)[number]]: (v: NonNull
   orderby: printOrderBy,
   top: String,
   skip: String,
+  skiptoken: (v) => v,
   count: String,
   ignorenulls: String,
   expand: printExpand,

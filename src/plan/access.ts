@@ -10,7 +10,22 @@ import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
+import { PointView } from '../geo/live-points.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
+import { SearchView } from '../search/live.js';
+
+/** Per-value bitsets kept per table (each is rowCount bits; the oldest made is dropped first). */
+const MAX_VALUE_BITSETS = 64;
+
+/**
+ * A text column's value -> rows map, shared by the generations of a table: a newer generation adds
+ * its appended rows (rows only ever grow), so an older one drops rows at or past its row count.
+ */
+interface TextIndex {
+  readonly rows: Map<string, number | number[]>;
+  covered: number;
+}
 
 export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
@@ -19,9 +34,94 @@ export class TableAccess {
   private readonly sortedDesc = new Map<string, Uint32Array>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
-  private readonly textIndexes = new Map<string, Map<string, number | number[]>>();
+  private readonly textIndexes = new Map<string, TextIndex>();
+  private liveCache: Uint32Array | null = null;
 
-  constructor(readonly table: Table) {}
+  constructor(
+    readonly table: Table,
+    /** The generation's dead rows (bit set: replaced or removed), or null when none is dead. */
+    readonly dead: Uint32Array | null = null,
+  ) {}
+
+  /** Whether a row is dead in this generation. */
+  isDead(row: number): boolean {
+    return this.dead !== null && getBit(this.dead, row);
+  }
+
+  /** The live rows as a bitset (the complement of `dead`), or null when every row is live. */
+  get liveBits(): Uint32Array | null {
+    const dead = this.dead;
+    if (dead === null) return null;
+    if (this.liveCache === null) {
+      const n = this.table.rowCount;
+      const live = new Uint32Array((n + 31) >>> 5);
+      for (let w = 0; w < live.length; w++) live[w] = ~dead[w];
+      if ((n & 31) !== 0) live[live.length - 1] &= (1 << (n & 31)) - 1;
+      this.liveCache = live;
+    }
+    return this.liveCache;
+  }
+
+  /**
+   * The access of the next generation of this table (`table` holds this one's rows and more,
+   * unchanged, then appended rows), with `steps` that carry every structure this access has built
+   * over to it, extended by the appended rows in O(rows) (merges, no re-sort), so queries on the new
+   * generation never pay for building them. Run every step before the new generation is published;
+   * each is one structure's work (so a caller can yield between them). Nothing here is changed.
+   */
+  next(table: Table, dead: Uint32Array | null): { access: TableAccess; steps: Array<() => void> } {
+    const access = new TableAccess(table, dead);
+    const from = this.table.rowCount;
+    const to = table.rowCount;
+    const steps: Array<() => void> = [];
+    if (this.keyOrderCache !== null) {
+      const prevOrder = this.keyOrderCache;
+      steps.push(() => {
+        const order = mergeInto(prevOrder, from, to, (a, b) => compareKeys(table, a, b));
+        const rank = new Uint32Array(to);
+        for (let i = 0; i < to; i++) rank[order[i]] = i;
+        access.keyOrderCache = order;
+        access.keyRankCache = rank;
+      });
+    }
+    for (const [field, perm] of this.sorted) {
+      const descending = this.sortedDesc.has(field);
+      steps.push(() => {
+        const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
+        access.sorted.set(field, mergeInto(perm, from, to, valueOrder(c.values, c.validity, access.keyRank)));
+        if (descending) access.sortedDescending(field);
+      });
+    }
+    if (this.valueBitsCache.size > 0 || this.countsCache.size > 0) {
+      steps.push(() => {
+        for (const [key, bits] of this.valueBitsCache) {
+          const at = key.indexOf('\u0000');
+          const codes = table.columnOf(key.slice(0, at), 'dictionary')!.codes;
+          const code = Number(key.slice(at + 1));
+          const grown = new Uint32Array((to + 31) >>> 5);
+          grown.set(bits);
+          for (let r = from; r < to; r++) if (codes[r] === code) grown[r >>> 5] |= 1 << (r & 31);
+          access.valueBitsCache.set(key, grown);
+        }
+        for (const [field, counts] of this.countsCache) {
+          const c = table.columnOf(field, 'dictionary')!;
+          const grown = new Uint32Array(c.dictionary.length);
+          grown.set(counts);
+          for (let r = from; r < to; r++) grown[c.codes[r]]++;
+          access.countsCache.set(field, grown);
+        }
+      });
+    }
+    if (this.textIndexes.size > 0) {
+      steps.push(() => {
+        for (const [field, index] of this.textIndexes) {
+          addTextRows(index, table.column(field) as { get(row: number): string | null }, to);
+          access.textIndexes.set(field, index);
+        }
+      });
+    }
+    return { access, steps };
+  }
 
   /** Rank of each row's key in ascending ordinal order. */
   get keyRank(): Uint32Array {
@@ -69,16 +169,8 @@ export class TableAccess {
     if (perm) return perm;
     const c = this.table.column(field);
     if (!c || (c.kind !== 'number' && c.kind !== 'date' && c.kind !== 'timestamp')) return null;
-    const { values, validity } = c;
-    const rank = this.keyRank;
     perm = Uint32Array.from({ length: this.table.rowCount }, (_, i) => i);
-    perm.sort((a, b) => {
-      const va = getBit(validity, a);
-      const vb = getBit(validity, b);
-      if (va !== vb) return va ? 1 : -1;
-      if (va && values[a] !== values[b]) return values[a] < values[b] ? -1 : 1;
-      return rank[a] - rank[b];
-    });
+    perm.sort(valueOrder(c.values, c.validity, this.keyRank));
     this.sorted.set(field, perm);
     return perm;
   }
@@ -124,19 +216,14 @@ export class TableAccess {
     }
     let index = this.textIndexes.get(field);
     if (!index) {
-      index = new Map();
-      for (let r = 0; r < this.table.rowCount; r++) {
-        const v = c.get(r);
-        if (v === null) continue;
-        const had = index.get(v);
-        if (had === undefined) index.set(v, r);
-        else if (typeof had === 'number') index.set(v, [had, r]);
-        else had.push(r);
-      }
+      index = { rows: new Map(), covered: 0 };
+      addTextRows(index, c, this.table.rowCount);
       this.textIndexes.set(field, index);
     }
-    const hit = index.get(value);
-    return hit === undefined ? [] : typeof hit === 'number' ? [hit] : hit;
+    const hit = index.rows.get(value);
+    const rows = hit === undefined ? [] : typeof hit === 'number' ? [hit] : hit;
+    const n = this.table.rowCount;
+    return index.covered > n ? rows.filter((r) => r < n) : rows;
   }
 
   /** How many rows hold each code of a dictionary column (index 0: nulls). */
@@ -151,11 +238,12 @@ export class TableAccess {
     return counts;
   }
 
-  /** The rows holding one code of a dictionary column, as a bitset (built on first use). */
+  /** The rows holding one code of a dictionary column, as a bitset (built on first use; dead rows included). */
   valueBits(field: string, code: number): Uint32Array {
     const key = `${field}\u0000${code}`;
     let bits = this.valueBitsCache.get(key);
     if (!bits) {
+      if (this.valueBitsCache.size >= MAX_VALUE_BITSETS) this.valueBitsCache.delete(this.valueBitsCache.keys().next().value!);
       const c = this.table.columnOf(field, 'dictionary')!;
       bits = new Uint32Array((this.table.rowCount + 31) >>> 5);
       const codes = c.codes;
@@ -167,31 +255,113 @@ export class TableAccess {
 
 }
 
-/** The indexes StoreAccess builds when it is created (what a snapshot stores beside the store). */
-export interface StoreIndexes {
-  readonly search: SearchIndexes;
-  readonly points: Readonly<Record<'Location' | 'RawLocation', PointIndex>>;
+/** Adds rows [index.covered, to) of a text column to its value -> rows map. */
+function addTextRows(index: TextIndex, c: { get(row: number): string | null }, to: number): void {
+  const map = index.rows;
+  for (let r = index.covered; r < to; r++) {
+    const v = c.get(r);
+    if (v === null) continue;
+    const had = map.get(v);
+    if (had === undefined) map.set(v, r);
+    else if (typeof had === 'number') map.set(v, [had, r]);
+    else had.push(r);
+  }
+  index.covered = Math.max(index.covered, to);
 }
 
-export class StoreAccess implements StoreIndexes {
-  private readonly tables = new Map<Table, TableAccess>();
-  readonly search: SearchIndexes;
-  readonly points: Readonly<Record<'Location' | 'RawLocation', PointIndex>>;
+/** Key order of two rows (UTF-16 code unit order, as buildKeyOrder), ties by row. */
+function compareKeys(table: Table, a: number, b: number): number {
+  const ka = table.keyOf(a);
+  const kb = table.keyOf(b);
+  return ka < kb ? -1 : ka > kb ? 1 : a - b;
+}
 
-  /** Builds the search and point indexes of the store's listings, unless `built` has them already (a snapshot). */
-  constructor(readonly store: Store, built?: StoreIndexes) {
-    if (built !== undefined) {
-      this.search = built.search;
-      this.points = built.points;
+/** The order of sortedBy: nulls first, then value, ties by key rank. */
+function valueOrder(values: Float64Array, validity: Uint32Array, rank: Uint32Array): (a: number, b: number) => number {
+  return (a, b) => {
+    const va = getBit(validity, a);
+    const vb = getBit(validity, b);
+    if (va !== vb) return va ? 1 : -1;
+    if (va && values[a] !== values[b]) return values[a] < values[b] ? -1 : 1;
+    return rank[a] - rank[b];
+  };
+}
+
+/**
+ * `order` (rows [0, from) sorted by `compare`) with rows [from, to) merged in: the new rows are
+ * sorted, each placed by binary search, and the runs between copied. O(to + m log to) for m new
+ * rows, against O(to log to) for sorting afresh.
+ */
+function mergeInto(order: Uint32Array, from: number, to: number, compare: (a: number, b: number) => number): Uint32Array {
+  const added = new Uint32Array(to - from);
+  for (let i = 0; i < added.length; i++) added[i] = from + i;
+  added.sort(compare);
+  const out = new Uint32Array(order.length + added.length);
+  let copied = 0;
+  let k = 0;
+  for (const row of added) {
+    let lo = copied;
+    let hi = order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compare(order[mid], row) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    out.set(order.subarray(copied, lo), k);
+    k += lo - copied;
+    copied = lo;
+    out[k++] = row;
+  }
+  out.set(order.subarray(copied), k);
+  return out;
+}
+
+/** The indexes built over a loaded data set's listings (what a snapshot stores beside the store). */
+export interface StoreIndexes {
+  readonly search: SearchIndexes;
+  readonly points: Readonly<Record<PointField, PointIndex>>;
+}
+
+export type PointField = 'Location' | 'RawLocation';
+
+/** One generation's search and point views, and the indexes of the loaded rows they extend. */
+export interface LiveIndexes {
+  readonly search: Readonly<Record<SearchFieldName, SearchView>>;
+  readonly points: Readonly<Record<PointField, PointView>>;
+  readonly base: StoreIndexes;
+}
+
+/** The access structures of one generation of the data. */
+export class StoreAccess {
+  private readonly tables: Map<Table, TableAccess>;
+  readonly search: Readonly<Record<SearchFieldName, SearchView>>;
+  readonly points: Readonly<Record<PointField, PointView>>;
+  /** The indexes of the loaded rows (a generation with no change has exactly these). */
+  readonly base: StoreIndexes;
+
+  /**
+   * Builds the search and point indexes of the store's listings, unless `indexes` has them
+   * already (a snapshot's, or a changed generation's views); `tables` gives the generation's
+   * table access structures (with their dead rows).
+   */
+  constructor(readonly store: Store, indexes?: StoreIndexes | LiveIndexes, tables?: Map<Table, TableAccess>) {
+    this.tables = tables ?? new Map();
+    if (indexes !== undefined && 'base' in indexes) {
+      this.search = indexes.search;
+      this.points = indexes.points;
+      this.base = indexes.base;
       return;
     }
     const p = store.Property;
-    this.search = buildSearchIndexesOfTable(p);
-    const point = (field: 'Location' | 'RawLocation'): PointIndex => {
+    const point = (field: PointField): PointIndex => {
       const c = p.columnOf(field, 'point')!;
       return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
     };
-    this.points = { Location: point('Location'), RawLocation: point('RawLocation') };
+    this.base = indexes ?? { search: buildSearchIndexesOfTable(p), points: { Location: point('Location'), RawLocation: point('RawLocation') } };
+    const search = {} as Record<SearchFieldName, SearchView>;
+    for (const f of SEARCH_FIELDS) search[f] = SearchView.of(this.base.search[f]);
+    this.search = search;
+    this.points = { Location: PointView.of(this.base.points.Location, p.rowCount), RawLocation: PointView.of(this.base.points.RawLocation, p.rowCount) };
   }
 
   of(table: Table): TableAccess {

@@ -37,7 +37,7 @@ import type { FieldIndex } from '../search/postings.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import type { SearchIndexes } from '../search/indexes.js';
 import { ByteIndex } from '../store/byte-index.js';
-import { ChildIndex } from '../store/children.js';
+import { ChildIndex, type ChildOverlay } from '../store/children.js';
 import {
   BooleanColumn, CollectionColumn, DateColumn, DaysOnMarketColumn, DictionaryColumn, NumberColumn, ParentKeyColumn, PointColumn,
   TimestampColumn, Utf8TextColumn, type Column,
@@ -160,7 +160,8 @@ export function encodeEngine(store: Store, indexes: StoreIndexes): { meta: Engin
   }
   const children = {} as EngineMeta['children'];
   for (const r of CHILD_RESOURCES) {
-    const c = store.children[r];
+    const grouped = store.children[r];
+    const c = grouped instanceof ChildIndex ? grouped : (grouped as ChildOverlay).toIndex(store.Property.rowCount);
     children[r] = { offsets: out.put(`children.${r}.offsets`, c.offsets), rows: out.put(`children.${r}.rows`, c.rows) };
   }
   const search = {} as EngineMeta['search'];

@@ -254,6 +254,14 @@ abstract class Part {
 
   protected abstract build(n: number): Column;
 
+  /** Saves the state appends change beyond the arrays; the function returned restores it. */
+  checkpoint(): () => void {
+    return () => {
+      this.built = null;
+      this.builtRows = -1;
+    };
+  }
+
   protected cannotHold(batch: Batch, kind: string, src: Column): DataError {
     return schemaMismatch(batch.resource, this.field, `the table stores ${this.field} as ${kind}; the batch's ${src.kind} values cannot be converted`);
   }
@@ -366,6 +374,15 @@ class TimestampPart extends Part {
         for (const [row, text] of s.exceptions) if (row < m) exceptions.set(n + row, text);
         this.exceptions = exceptions;
       }
+    };
+  }
+
+  override checkpoint(): () => void {
+    const restore = super.checkpoint();
+    const { styles, styleTable, exceptions } = this;
+    return () => {
+      restore();
+      Object.assign(this, { styles, styleTable, exceptions });
     };
   }
 
@@ -683,6 +700,15 @@ class LinkPart extends Part {
     };
   }
 
+  override checkpoint(): () => void {
+    const restore = super.checkpoint();
+    const { unlinked, parentKeys, parentRows } = this;
+    return () => {
+      restore();
+      Object.assign(this, { unlinked, parentKeys, parentRows });
+    };
+  }
+
   private resolve(batch: Batch, parent: Table, key: string, row: number): number {
     const p = parent.rowOfKey(key);
     if (p < 0) {
@@ -826,6 +852,32 @@ class KeyDelta {
           break;
         }
       }
+    }
+  }
+
+  /**
+   * Forgets the rows at or past `bound` (an append rolled back): each key's slot goes back to its
+   * newest row below the bound, and keys whose every appended row is gone leave the table.
+   */
+  truncate(bound: number): void {
+    const prev = this.prev.array;
+    const old = this.table;
+    this.table = new Int32Array(old.length);
+    this.size = 0;
+    this.inBase = 0;
+    for (let j = 0; j < old.length; j += 2) {
+      let row = old[j] - 1;
+      if (row < 0) continue;
+      while (row >= bound) row = prev[row - this.first];
+      if (row < this.first) continue; // a base row or none: the base index answers
+      let i = old[j + 1] & this.mask;
+      while (this.table[2 * i] !== 0) i = (i + 1) & this.mask;
+      this.table[2 * i] = row + 1;
+      this.table[2 * i + 1] = old[j + 1];
+      this.size++;
+      let first = row;
+      while (first >= this.first) first = prev[first - this.first];
+      if (first >= 0) this.inBase++;
     }
   }
 
@@ -982,6 +1034,22 @@ export class TableAppender {
   /** The newest generation. */
   get table(): Table {
     return this.current;
+  }
+
+  /**
+   * Saves the appender's state; the function returned rolls every append made since back (a
+   * change that failed part-way): the newest generation is the one of the checkpoint again, and
+   * the rows written after it are overwritten by the next append. Generations handed out before
+   * the checkpoint are untouched; ones handed out after it must be dropped.
+   */
+  checkpoint(): () => void {
+    const table = this.current;
+    const parts = this.parts.map((p) => p.checkpoint());
+    return () => {
+      for (const restore of parts) restore();
+      this.delta.truncate(table.rowCount);
+      this.current = table;
+    };
   }
 
   /**

@@ -11,7 +11,15 @@ import { compareUtf8 } from './bytes.js';
 import { ParentKeyColumn } from './columns.js';
 import type { Table } from './table.js';
 
-export class ChildIndex {
+/** A listing's children in the default expand order: the loaded grouping, or one generation's view of it. */
+export interface Children {
+  count(parentRow: number): number;
+  /** The child rows of a listing, in the default order (a view; no copy). */
+  childrenOf(parentRow: number): Uint32Array;
+  readonly byteLength: number;
+}
+
+export class ChildIndex implements Children {
   constructor(
     /** Per Property row p (plus one): children are rows[offsets[p], offsets[p + 1]). */
     readonly offsets: Uint32Array,
@@ -60,25 +68,7 @@ export function buildChildIndex(child: Table, parentCount: number, linkField: st
     if (p >= 0) rows[next[p]++] = r;
   }
 
-  const keys: SortKey[] = order.map((o) => {
-    const c = child.column(o.field);
-    const numeric = c !== undefined && (c.kind === 'number' || c.kind === 'timestamp' || c.kind === 'date');
-    return { values: numeric ? c.values : null, validity: numeric ? c.validity : null, descending: o.descending };
-  });
-  const key = child.keyColumn;
-  const compare = (a: number, b: number): number => {
-    for (const k of keys) {
-      if (k.values === null || k.validity === null) continue;
-      const na = !getBit(k.validity, a);
-      const nb = !getBit(k.validity, b);
-      let d: number;
-      if (na || nb) d = na === nb ? 0 : na ? -1 : 1;
-      else d = k.values[a] < k.values[b] ? -1 : k.values[a] > k.values[b] ? 1 : 0;
-      if (d !== 0) return k.descending ? -d : d;
-    }
-    const ko = key.offsets;
-    return compareUtf8(key.bytes, ko[a], ko[a + 1], key.bytes, ko[b], ko[b + 1]);
-  };
+  const compare = childComparator(child, order);
 
   for (let p = 0; p < parentCount; p++) {
     const s = offsets[p];
@@ -100,4 +90,70 @@ export function buildChildIndex(child: Table, parentCount: number, linkField: st
     }
   }
   return new ChildIndex(offsets, rows);
+}
+
+/** The default expand order of a child table's rows: the order keys (nulls lowest), then the child's key. */
+export function childComparator(child: Table, order: readonly OrderKey[]): (a: number, b: number) => number {
+  const keys: SortKey[] = order.map((o) => {
+    const c = child.column(o.field);
+    const numeric = c !== undefined && (c.kind === 'number' || c.kind === 'timestamp' || c.kind === 'date');
+    return { values: numeric ? c.values : null, validity: numeric ? c.validity : null, descending: o.descending };
+  });
+  const key = child.keyColumn;
+  const compare = (a: number, b: number): number => {
+    for (const k of keys) {
+      if (k.values === null || k.validity === null) continue;
+      const na = !getBit(k.validity, a);
+      const nb = !getBit(k.validity, b);
+      let d: number;
+      if (na || nb) d = na === nb ? 0 : na ? -1 : 1;
+      else d = k.values[a] < k.values[b] ? -1 : k.values[a] > k.values[b] ? 1 : 0;
+      if (d !== 0) return k.descending ? -d : d;
+    }
+    const ko = key.offsets;
+    return compareUtf8(key.bytes, ko[a], ko[a + 1], key.bytes, ko[b], ko[b + 1]);
+  };
+  return compare;
+}
+
+const NO_ROWS = new Uint32Array(0);
+
+/**
+ * One generation's children of a child resource: the loaded grouping (over the listings loaded
+ * with it) plus the lists of the listings whose children changed since, each already in the
+ * default order and holding live children only (DESIGN.md, "Change"). A listing in neither has no
+ * children. Immutable: a change makes a new overlay with a new map.
+ */
+export class ChildOverlay implements Children {
+  constructor(
+    readonly base: ChildIndex,
+    /** Property row -> its children, for listings whose children changed (or that replaced a version). */
+    readonly changed: ReadonlyMap<number, Uint32Array>,
+  ) {}
+
+  childrenOf(parentRow: number): Uint32Array {
+    const list = this.changed.get(parentRow);
+    if (list !== undefined) return list;
+    return parentRow + 1 < this.base.offsets.length ? this.base.childrenOf(parentRow) : NO_ROWS;
+  }
+
+  count(parentRow: number): number {
+    return this.childrenOf(parentRow).length;
+  }
+
+  /** The same grouping as one CSR index over `parentCount` listings (snapshots). */
+  toIndex(parentCount: number): ChildIndex {
+    if (this.changed.size === 0 && this.base.offsets.length === parentCount + 1) return this.base;
+    const offsets = new Uint32Array(parentCount + 1);
+    for (let p = 0; p < parentCount; p++) offsets[p + 1] = offsets[p] + this.count(p);
+    const rows = new Uint32Array(offsets[parentCount]);
+    for (let p = 0; p < parentCount; p++) rows.set(this.childrenOf(p), offsets[p]);
+    return new ChildIndex(offsets, rows);
+  }
+
+  get byteLength(): number {
+    let n = this.base.byteLength;
+    for (const list of this.changed.values()) n += list.byteLength + 16;
+    return n;
+  }
 }

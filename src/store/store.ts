@@ -3,7 +3,7 @@
  * report, and the accounts and MLS profiles as parsed JSON (the service interprets them).
  */
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
-import type { ChildIndex } from './children.js';
+import type { Children } from './children.js';
 import type { DaysOnMarketColumn, PointColumn, TimestampColumn } from './columns.js';
 import type { DataErrorInfo } from './errors.js';
 import type { LocalFieldInfo } from './ingest.js';
@@ -50,7 +50,7 @@ export class Store {
   constructor(
     private readonly tables: Readonly<Record<ResourceName, Table>>,
     /** Children of each listing, by Property row. */
-    readonly children: Readonly<Record<ChildResourceName, ChildIndex>>,
+    readonly children: Readonly<Record<ChildResourceName, Children>>,
     readonly report: LoadReport,
     /** accounts.json as parsed (shape checked), or null when the data set has none. */
     readonly accounts: unknown,

@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Engine, type QueryResource } from '../../src/engine.js';
+import { Engine, type QueryResource, type QueryResult } from '../../src/engine.js';
 import { replicate, type ReplicationProgress, type ReplicationResult } from '../../src/replicate/replicate.js';
 import { defaultEngine } from '../service/helpers.js';
 import { defaultFixture, DEMO_SOURCES, entries, NOW, ORIGIN, readState, replicaRecords, tempDir, TestUpstream, TOKEN, visible } from './helpers.js';
@@ -62,8 +62,10 @@ describe('a full pull of the default data set as the demo account', () => {
   it('answers like the upstream does for the demo account', async () => {
     const local = await Engine.open({ data: dir, now: () => new Date(NOW) });
     const remote = upstream.engine;
+    // nextLinks pin each engine's own data set (their $skiptoken differs); the rest is the same
+    const unpinned = (r: QueryResult): QueryResult => (r['@odata.nextLink'] === undefined ? r : { ...r, '@odata.nextLink': r['@odata.nextLink'].replace(/&\$skiptoken=[^&]*/, '') });
     for (const [resource, q] of QUERIES) {
-      expect(local.query(resource, q), `${resource} ${q}`).toEqual(remote.query(resource, q, { sources: DEMO_SOURCES }));
+      expect(unpinned(local.query(resource, q)), `${resource} ${q}`).toEqual(unpinned(remote.query(resource, q, { sources: DEMO_SOURCES })));
     }
   });
 

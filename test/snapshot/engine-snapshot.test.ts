@@ -36,7 +36,7 @@ function tempDir(): string {
   return d;
 }
 
-const indexesOf = (e: Engine): StoreIndexes => (e as unknown as { access: StoreIndexes }).access;
+const indexesOf = (e: Engine): StoreIndexes => (e as unknown as { gen: { access: { base: StoreIndexes } } }).gen.access.base;
 
 /** The outcome of a query (or its plan) as text: the envelope, or the error's code, option and position. */
 function outcome(e: Engine, resource: QueryResource, q: string, sources?: string[], how: 'query' | 'explain' = 'query'): string {

@@ -6,6 +6,7 @@ import { generateDataset, generateListings } from '../../src/generate/dataset.js
 import type { GeneratedListing } from '../../src/generate/listing.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import { loadDataDirectory, loadRecords } from '../../src/store/load.js';
+import type { ChildIndex } from '../../src/store/children.js';
 import type { Store } from '../../src/store/store.js';
 import type { Table } from '../../src/store/table.js';
 import { tempDir } from './helpers.js';
@@ -146,7 +147,7 @@ describe('input paths and formats', () => {
     expect(store.report.parallel).toBe(false);
     expect(dump(parallel)).toEqual(dump(store));
     expect({ ...parallel.report, parallel: false }).toEqual(store.report);
-    expect([...parallel.children.Media.rows]).toEqual([...store.children.Media.rows]);
+    expect([...(parallel.children.Media as ChildIndex).rows]).toEqual([...(store.children.Media as ChildIndex).rows]);
   });
 
   it('in-memory records give the same store as the files', () => {
@@ -198,7 +199,7 @@ describe('children', () => {
   const compareKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
   it('finds each listing’s children in O(1), grouped as the generator made them, in default order', () => {
-    const { Media, OpenHouse, PropertyChange } = store.children;
+    const { Media, OpenHouse, PropertyChange } = store.children as unknown as Record<string, ChildIndex>;
     expect(Media.offsets.length).toBe(N + 1);
     for (let i = 0; i < N; i++) {
       const l = listings[i];
@@ -234,6 +235,6 @@ describe('children', () => {
     // Media of another resource is kept (with its ResourceRecordKey) but belongs to no listing.
     expect(s.Media.value(4, 'ResourceRecordKey')).toBe('M1');
     expect(s.Media.value(0, 'ResourceRecordKey')).toBe('L');
-    expect(s.children.Media.rows.length).toBe(4);
+    expect((s.children.Media as ChildIndex).rows.length).toBe(4);
   });
 });

@@ -1,0 +1,389 @@
+/**
+ * Applying a change (upserts and removals, possibly over several resources) to one generation of
+ * the data and producing the next one, without rebuilding what did not change (DESIGN.md,
+ * "Change"). The previous generation is never written: queries running on it, and nextLinks that
+ * pinned it, keep reading exactly what they read before.
+ *
+ * Steps, in order; the work between two `await`s is one chunk of records or one structure, so a
+ * large change never holds the event loop for long (queries keep running on the published
+ * generation meanwhile):
+ * 1. Each operation in the order given. An upsert reads its records into a batch Table (the
+ *    loader's own rules and errors) in chunks of CHUNK_RECORDS and appends each chunk to the
+ *    table (`TableAppender`: new rows after the newest, older tables untouched); the row a key
+ *    had before becomes dead. A removal marks the key's row dead. A listing that is replaced
+ *    hands its children to its new row; a removed listing's children die with it. A replaced
+ *    listing keeps service_OriginalEntryTimestamp of the version loaded first (SERVICE.md §2).
+ * 2. The children lists of the listings whose children changed, each in the default order.
+ * 3. The next search views (exact BM25 statistics of the live listings) and point views.
+ * 4. Each table's access structures carried over (sorted permutations merged, bitsets grown).
+ * The caller then publishes the new generation by swapping one pointer. Any error before that
+ * rolls every table back to the previous generation (nothing of the change is visible, ever).
+ */
+import { QueryError } from '../errors.js';
+import { PointView } from '../geo/live-points.js';
+import { TableAccess, StoreAccess } from '../plan/access.js';
+import { CATALOG } from '../schema/catalog.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { SearchView } from '../search/live.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { searchTokenSources } from '../search/indexes.js';
+import { TableAppender, loadBatch } from '../store/append.js';
+import { getBit, setBit, clearBit } from '../store/bits.js';
+import { ChildIndex, ChildOverlay, childComparator } from '../store/children.js';
+import { ParentKeyColumn } from '../store/columns.js';
+import { DataError } from '../store/errors.js';
+import { Store } from '../store/store.js';
+import type { Table } from '../store/table.js';
+import { DAY_MS } from '../store/temporal.js';
+
+/** Records read and appended per step. */
+export const CHUNK_RECORDS = 512;
+
+/** One operation of a change. */
+export type ChangeOperation =
+  | { readonly resource: ResourceName; readonly upsert: readonly unknown[] }
+  | { readonly resource: ResourceName; readonly remove: readonly string[] };
+
+export interface ChangeSummary {
+  /** The generation the change produced (ids only grow), or the previous one when nothing changed. */
+  readonly generation: number;
+  /** Records upserted (new or replacing a record with the same key). */
+  readonly upserted: number;
+  /** Records removed by key (children removed with their listing are not counted). */
+  readonly removed: number;
+  /** Keys asked to be removed that no live record has. */
+  readonly notFound: number;
+}
+
+/** One version of the data: what a query reads, start to end. */
+export interface Generation {
+  readonly id: number;
+  readonly store: Store;
+  readonly access: StoreAccess;
+}
+
+/** Gives the event loop a turn (queries waiting run on the published generation). */
+export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Checks the operations' shape (before anything is read), throwing a QueryError `InvalidChange`
+ * naming the operation; returns them typed.
+ */
+export function checkOperations(operations: unknown): ChangeOperation[] {
+  if (!Array.isArray(operations)) throw new QueryError('InvalidChange', 'A change is a list of operations: { resource, upsert: [records] } or { resource, remove: [keys] }.');
+  return operations.map((op: unknown, i) => {
+    const at = `operation ${i + 1}`;
+    if (op === null || typeof op !== 'object') throw new QueryError('InvalidChange', `${at} is not an object: give { resource, upsert: [records] } or { resource, remove: [keys] }.`);
+    const o = op as Record<string, unknown>;
+    if (typeof o.resource !== 'string' || !(RESOURCE_NAMES as readonly string[]).includes(o.resource)) {
+      throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${RESOURCE_NAMES.join(', ')}.`);
+    }
+    const resource = o.resource as ResourceName;
+    const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+    if (has('upsert') === has('remove')) throw new QueryError('InvalidChange', `${at}: give exactly one of upsert (records) or remove (keys).`);
+    if (has('upsert')) {
+      if (!Array.isArray(o.upsert)) throw new QueryError('InvalidChange', `${at}: upsert must be a list of ${resource} records.`);
+      return { resource, upsert: o.upsert as unknown[] };
+    }
+    if (!Array.isArray(o.remove)) throw new QueryError('InvalidChange', `${at}: remove must be a list of ${CATALOG[resource].key} values.`);
+    (o.remove as unknown[]).forEach((k, j) => {
+      if (typeof k !== 'string' || k === '') throw new QueryError('InvalidChange', `${at}: remove item ${j + 1} is not a ${CATALOG[resource].key} (a non-empty string).`);
+    });
+    return { resource, remove: o.remove as string[] };
+  });
+}
+
+/** The live children of one child resource while a change is applied (copy-on-write of the generation's lists). */
+class ChildLists {
+  readonly base: ChildIndex;
+  readonly lists: Map<number, ArrayLike<number>>;
+  readonly dirty = new Set<number>();
+
+  constructor(grouped: ChildIndex | ChildOverlay) {
+    this.base = grouped instanceof ChildIndex ? grouped : grouped.base;
+    this.lists = new Map(grouped instanceof ChildOverlay ? grouped.changed : []);
+  }
+
+  of(parentRow: number): ArrayLike<number> {
+    return this.lists.get(parentRow) ?? (parentRow + 1 < this.base.offsets.length ? this.base.childrenOf(parentRow) : []);
+  }
+
+  add(parentRow: number, child: number): void {
+    this.lists.set(parentRow, [...Array.from(this.of(parentRow)), child]);
+    this.dirty.add(parentRow);
+  }
+
+  /** Marks a listing whose list holds a child that died. */
+  touch(parentRow: number): void {
+    this.dirty.add(parentRow);
+  }
+
+  move(from: number, to: number): void {
+    const list = this.of(from);
+    if (list.length > 0) this.lists.set(to, Array.from(list));
+    this.lists.delete(from);
+    this.dirty.add(to);
+  }
+
+  drop(parentRow: number): void {
+    this.lists.delete(parentRow);
+    this.dirty.delete(parentRow);
+  }
+}
+
+/**
+ * Applies changes to generations, one change at a time (a change waits for the one before it).
+ * Owns the appenders of the four tables, created at the first change.
+ */
+export class ChangeWriter {
+  private appenders: Record<ResourceName, TableAppender> | null = null;
+  /** ModificationTimestamp of the first version loaded, for listings replaced since (NaN: it had none). */
+  private readonly firstModified = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly clock: () => number,
+    /** A new generation id (ids only grow, across changes and compactions). */
+    private readonly newId: () => number,
+  ) {}
+
+  /** Forgets the appenders: the next change starts from the tables of the generation it changes (after a compaction). */
+  rebase(): void {
+    this.appenders = null;
+  }
+
+  /** Applies the change to `current()` (read when the change starts) and hands the result to `publish`. */
+  apply(operations: readonly ChangeOperation[], current: () => Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+    const run = this.queue.then(() => this.run(operations, current(), publish));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(operations: readonly ChangeOperation[], g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+    const store0 = g0.store;
+    const appenders = (this.appenders ??= Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new TableAppender(store0.table(r))])) as Record<ResourceName, TableAppender>);
+    for (const r of RESOURCE_NAMES) {
+      if (appenders[r].table !== store0.table(r)) throw new Error(`the ${r} appender is not at the generation being changed`);
+    }
+    const rollbacks = RESOURCE_NAMES.map((r) => appenders[r].checkpoint());
+    const firstModifiedBefore = new Map(this.firstModified);
+    try {
+      const next = await this.build(operations, g0, appenders);
+      if (next.generation !== null) publish(next.generation);
+      return next.summary;
+    } catch (e) {
+      for (const rollback of rollbacks) rollback();
+      this.firstModified.clear();
+      for (const [k, v] of firstModifiedBefore) this.firstModified.set(k, v);
+      throw e;
+    }
+  }
+
+  private async build(operations: readonly ChangeOperation[], g0: Generation, appenders: Record<ResourceName, TableAppender>): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
+    const store0 = g0.store;
+    const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store0.table(r)])) as Record<ResourceName, Table>;
+    const access0 = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g0.access.of(store0.table(r))])) as Record<ResourceName, TableAccess>;
+    const killed = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new Set<number>()])) as Record<ResourceName, Set<number>>;
+    const children = Object.fromEntries(CHILD_RESOURCES.map((r) => [r, new ChildLists(store0.children[r] as ChildIndex | ChildOverlay)])) as Record<ChildResourceName, ChildLists>;
+    const isDead = (r: ResourceName, row: number): boolean => killed[r].has(row) || access0[r].isDead(row);
+    let upserted = 0;
+    let removed = 0;
+    let notFound = 0;
+
+    /** The live row of the listing a child's link points at (it may point at an older version), or -1. */
+    const currentParent = (r: ChildResourceName, child: number): number => {
+      const link = tables[r].column(CATALOG[r].parent!.field);
+      const p = link instanceof ParentKeyColumn ? link.parentRow[child] : -1;
+      if (p < 0) return -1;
+      if (!isDead('Property', p)) return p;
+      const now = tables.Property.rowOfKey(tables.Property.keyOf(p));
+      return now >= 0 && !isDead('Property', now) ? now : -1;
+    };
+    const kill = (r: ResourceName, row: number): void => {
+      killed[r].add(row);
+      if (r === 'Property') {
+        for (const c of CHILD_RESOURCES) {
+          for (const child of Array.from(children[c].of(row))) if (!isDead(c, child)) killed[c].add(child);
+          children[c].drop(row);
+        }
+      } else {
+        const p = currentParent(r as ChildResourceName, row);
+        if (p >= 0) children[r as ChildResourceName].touch(p);
+      }
+    };
+
+    for (const op of operations) {
+      const r = op.resource;
+      if ('remove' in op) {
+        for (const key of op.remove) {
+          const row = tables[r].rowOfKey(key);
+          if (row < 0 || isDead(r, row)) notFound++;
+          else {
+            kill(r, row);
+            removed++;
+          }
+        }
+        continue;
+      }
+      const def = CATALOG[r];
+      for (let at = 0; at < op.upsert.length; at += CHUNK_RECORDS) {
+        const records = op.upsert.slice(at, at + CHUNK_RECORDS);
+        const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), at);
+        const before = tables[r];
+        const after = appenders[r].append(batch, def.parent ? { parent: tables.Property } : {});
+        tables[r] = after;
+        // The version each new row replaces: the key's row before this chunk, or an earlier row of
+        // the same key in this chunk (the later version wins).
+        const inChunk = new Map<string, number>();
+        for (let row = before.rowCount; row < after.rowCount; row++) {
+          const key = after.keyOf(row);
+          upserted++;
+          const old = inChunk.get(key) ?? before.rowOfKey(key);
+          inChunk.set(key, row);
+          if (r === 'Property') {
+            if (old >= 0) this.keepFirstEntry(after, key, old, row);
+            if (old >= 0 && !isDead(r, old)) {
+              killed[r].add(old);
+              for (const c of CHILD_RESOURCES) children[c].move(old, row);
+            }
+            continue;
+          }
+          const c = r as ChildResourceName;
+          if (old >= 0 && !isDead(r, old)) kill(r, old);
+          const link = after.column(def.parent!.field) as ParentKeyColumn;
+          const p = link.parentRow[row];
+          if (p >= 0 && isDead('Property', p)) {
+            throw new DataError({
+              code: 'MissingParent', file: `${r} records`, line: at + row - before.rowCount + 1, field: def.parent!.field,
+              reason: `${def.parent!.field} '${link.get(row)}' names a listing that was removed`,
+            });
+          }
+          if (p >= 0) children[c].add(p, row);
+        }
+        await yieldToLoop();
+      }
+    }
+
+    if (RESOURCE_NAMES.every((r) => killed[r].size === 0 && tables[r] === store0.table(r))) {
+      return { generation: null, summary: { generation: g0.id, upserted, removed, notFound } };
+    }
+
+    // 2. children lists of the listings whose children changed
+    const grouped = {} as Record<ChildResourceName, ChildOverlay>;
+    for (const c of CHILD_RESOURCES) {
+      const lists = children[c];
+      const compare = childComparator(tables[c], CATALOG[c].childOrder);
+      const changed = new Map<number, Uint32Array>();
+      for (const [p, list] of lists.lists) {
+        if (isDead('Property', p)) continue;
+        if (!lists.dirty.has(p) && list instanceof Uint32Array) {
+          changed.set(p, list);
+          continue;
+        }
+        const live = Array.from(list).filter((row) => !isDead(c, row));
+        changed.set(p, Uint32Array.from(live).sort(compare));
+      }
+      for (const p of lists.dirty) {
+        if (changed.has(p) || isDead('Property', p)) continue;
+        const live = Array.from(lists.of(p)).filter((row) => !isDead(c, row));
+        changed.set(p, Uint32Array.from(live).sort(compare));
+      }
+      grouped[c] = new ChildOverlay(lists.base, changed);
+    }
+
+    // dead bitmaps of the new generation
+    const dead = {} as Record<ResourceName, Uint32Array | null>;
+    for (const r of RESOURCE_NAMES) {
+      const was = access0[r].dead;
+      if (was === null && killed[r].size === 0) {
+        dead[r] = null;
+        continue;
+      }
+      const bits = new Uint32Array((tables[r].rowCount + 31) >>> 5);
+      if (was !== null) bits.set(was.subarray(0, Math.min(was.length, bits.length)));
+      for (const row of killed[r]) setBit(bits, row);
+      dead[r] = bits;
+    }
+    await yieldToLoop();
+
+    // 3. search and point views of the new Property generation
+    const property = tables.Property;
+    const from = store0.Property.rowCount;
+    const to = property.rowCount;
+    const propertyDead = dead.Property ?? new Uint32Array((to + 31) >>> 5);
+    const removedRows = Uint32Array.from(killed.Property);
+    const tokens = searchTokenSources(property);
+    const search = {} as Record<SearchFieldName, SearchView>;
+    for (const f of SEARCH_FIELDS) {
+      search[f] = g0.access.search[f].next({ from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] });
+      await yieldToLoop();
+    }
+    const points = {} as Record<'Location' | 'RawLocation', PointView>;
+    for (const f of ['Location', 'RawLocation'] as const) {
+      const c = property.columnOf(f, 'point')!;
+      points[f] = g0.access.points[f].next({ from, to, lon: c.lon, lat: c.lat, has: (row) => getBit(c.validity, row) });
+    }
+
+    // 4. access structures carried over
+    const accesses = new Map<Table, TableAccess>();
+    for (const r of RESOURCE_NAMES) {
+      const { access, steps } = access0[r].next(tables[r], dead[r]);
+      accesses.set(tables[r], access);
+      for (const step of steps) {
+        step();
+        await yieldToLoop();
+      }
+    }
+
+    const store = new Store(tables, grouped, store0.report, store0.accounts, store0.profiles, store0.now);
+    const access = new StoreAccess(store, { search, points, base: g0.access.base }, accesses);
+    const id = this.newId();
+    return { generation: { id, store, access }, summary: { generation: id, upserted, removed, notFound } };
+  }
+
+  /**
+   * service_OriginalEntryTimestamp of a replacing version (SERVICE.md §2): its own
+   * OriginalEntryTimestamp when it has one, else the earliest of its ListingContractDate (start of
+   * that day, UTC) and the ModificationTimestamp of the first version loaded; the DaysOnMarket
+   * reference follows when the version has no OnMarketTimestamp. The loader computed both from
+   * this version alone; the row is not published yet, so it is written in place.
+   */
+  private keepFirstEntry(table: Table, key: string, older: number, row: number): void {
+    const ts = (f: string) => table.columnOf(f, 'timestamp');
+    const modified = ts('ModificationTimestamp');
+    let first = this.firstModified.get(key);
+    if (first === undefined) {
+      first = modified && getBit(modified.validity, older) ? modified.values[older] : NaN;
+      this.firstModified.set(key, first);
+    }
+    const entry = ts('OriginalEntryTimestamp');
+    if (entry && getBit(entry.validity, row)) return;
+    const contract = table.columnOf('ListingContractDate', 'date');
+    let t = first;
+    if (contract && getBit(contract.validity, row)) {
+      const day = contract.values[row] * DAY_MS;
+      if (!(t <= day)) t = day;
+    }
+    const original = ts('service_OriginalEntryTimestamp')!;
+    const reference = ts('service_DaysOnMarketReferenceTimestamp')!;
+    const onMarket = ts('OnMarketTimestamp');
+    const put = (c: { values: Float64Array; validity: Uint32Array }): void => {
+      if (t === t) {
+        c.values[row] = t;
+        setBit(c.validity, row);
+      } else clearBit(c.validity, row);
+    };
+    put(original);
+    if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
+  }
+}
+
+/** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk). */
+function renumbered<T>(read: () => T, offset: number): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof DataError && offset > 0 && e.line > 0) throw new DataError({ code: e.code, file: e.file, line: e.line + offset, field: e.field, reason: e.reason });
+    throw e;
+  }
+}
