@@ -28,6 +28,8 @@ export { ReplicationError } from './replicate/errors.js';
 export type { ReplicationErrorCode } from './replicate/errors.js';
 export { DirectorySink } from './replicate/directory-sink.js';
 export type { DirectorySinkOptions } from './replicate/directory-sink.js';
+export { EngineSink } from './replicate/engine-sink.js';
+export type { EngineSinkOptions } from './replicate/engine-sink.js';
 export { REPLICATED_RESOURCES } from './replicate/sink.js';
 export type { Cursor, RemovedCounts, ReplicatedResource, ReplicationSink, ReplicationState, ResourceState } from './replicate/sink.js';
 export type { FetchLike } from './replicate/upstream.js';

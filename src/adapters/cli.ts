@@ -3,13 +3,16 @@
  * The `reso-engine` command line. Each subcommand validates its arguments and calls the library;
  * errors are one line on stderr and exit code 2 (usage) or 1 (failure), never a stack trace.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Engine, DEFAULT_DATA_DIR, type QueryResource } from '../engine.js';
 import { QueryError } from '../errors.js';
 import { generateDataset, DEFAULT_REFERENCE, DEMO_ACCOUNTS } from '../generate/dataset.js';
+import { EngineSink } from '../replicate/engine-sink.js';
 import { ReplicationError } from '../replicate/errors.js';
-import { replicate } from '../replicate/replicate.js';
+import { replicate, type ReplicationResult } from '../replicate/replicate.js';
 import { REPLICATED_RESOURCES } from '../replicate/sink.js';
+import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
 import { SnapshotError } from '../snapshot/file.js';
@@ -22,11 +25,20 @@ const USAGE = `Usage:
       --reference defaults to ${DEFAULT_REFERENCE}; every timestamp lies before it.
   reso-engine serve [--data DIR | --snapshot FILE] [--port 8080] [--host 127.0.0.1]
                     [--now ISO-INSTANT] [--public-base-url URL] [--token-lifetime SECONDS]
+                    [--replicate-from URL --replicate-token TOKEN [--replicate-every 60]]
       Serves the /v1 API (SERVICE.md §5) on the data set (default: the embedded one, with the demo
       accounts) and prints the URL and the demo credentials. --snapshot starts from a snapshot
       file (see snapshot) instead of loading a data directory. --now fixes the data clock
       (DaysOnMarket, now(), current_year). Ctrl-C (SIGINT) or SIGTERM lets requests in flight
       finish, then exits.
+      --replicate-from keeps the served data a replica of a RESO Web API (as replicate does, but
+      into the running engine): a pass at start, then one every --replicate-every SECONDS after
+      the previous ended. Each page is one atomic change; queries keep being answered. Records
+      the upstream does not list are removed; accounts and profiles stay those of the data set.
+      The data set must have every field the upstream sends (e.g. a replicate --to directory
+      with an accounts.json added). A failed pass is logged to stderr and retried at the next
+      interval. The state is in memory: each start begins with a full pass. TOKEN: as for
+      replicate (RESO_ENGINE_TOKEN too); an expired token fails every pass until a restart.
   reso-engine query [--data DIR | --snapshot FILE] [--resource Property|Media|OpenHouse]
                     [--sources A,B] [--now ISO-INSTANT] [--pretty] '<query string>'
       Runs one query (OData options, already percent-decoded, e.g. "$filter=City eq 'Tampa'&$top=5")
@@ -46,6 +58,9 @@ const USAGE = `Usage:
 `;
 
 class UsageError extends Error {}
+
+/** The longest wait a Node timer takes (2^31 - 1 ms), in whole seconds. */
+const MAX_TIMER_SECONDS = 2_147_483;
 
 function runGenerate(argv: string[]): void {
   const { values } = parseArgs({
@@ -143,11 +158,23 @@ async function runServe(argv: string[]): Promise<number> {
       now: { type: 'string' },
       'public-base-url': { type: 'string' },
       'token-lifetime': { type: 'string' },
+      'replicate-from': { type: 'string' },
+      'replicate-token': { type: 'string' },
+      'replicate-every': { type: 'string' },
     },
     strict: true,
   });
   const port = positiveInteger(values.port, '--port', 0)!;
   if (port > 65535) throw new UsageError(`--port takes 0-65535, got ${port}`);
+  const from = values['replicate-from'];
+  if (from === undefined && (values['replicate-token'] !== undefined || values['replicate-every'] !== undefined)) {
+    throw new UsageError('--replicate-token and --replicate-every go with --replicate-from URL');
+  }
+  const replicateToken = values['replicate-token'] ?? process.env.RESO_ENGINE_TOKEN;
+  if (from !== undefined && !replicateToken) throw new UsageError('--replicate-from needs --replicate-token TOKEN (or RESO_ENGINE_TOKEN)');
+  const every = positiveInteger(values['replicate-every'], '--replicate-every') ?? 60;
+  if (every > MAX_TIMER_SECONDS) throw new UsageError(`--replicate-every takes at most ${MAX_TIMER_SECONDS} seconds (a timer's limit), got ${every}`);
+  if (from !== undefined) serviceRoot(from); // a malformed URL fails now, not at every pass
   const engine = await openEngine(values, clockOption(values.now), true);
   const handler = createHandler({
     engine,
@@ -163,8 +190,10 @@ async function runServe(argv: string[]): Promise<number> {
     `reso-engine: serving ${engine.store.Property.rowCount.toLocaleString('en-US')} listings at ${server.url}/v1/\n` +
       (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
       `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
+      (from === undefined ? '' : `replicating ${serviceRoot(from)} every ${every} s (log on stderr)\n`) +
       'press Ctrl-C to stop\n',
   );
+  const replication = from === undefined ? null : replicateInBackground(engine, from, replicateToken!, every);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
@@ -174,7 +203,7 @@ async function runServe(argv: string[]): Promise<number> {
       }
       stopping = true;
       process.stderr.write(`reso-engine: ${signal}, finishing requests in flight ...\n`);
-      server.close().then(
+      Promise.all([server.close(), replication?.stop()]).then(
         () => {
           process.stderr.write('reso-engine: stopped\n');
           resolve(0);
@@ -245,15 +274,63 @@ async function runReplicate(argv: string[]): Promise<void> {
     pageSize,
     onProgress: (p) => process.stderr.write(`${p.message}\n`),
   });
+  process.stdout.write(`${result.resumed ? 'resumed and ' : ''}replicated ${result.from} into ${values.to} ${describeRun(result, started)}\n`);
+}
+
+/** `in 1.2 s (57 requests): Property +10 -2, Media +80 -9, OpenHouse +1 -0` */
+function describeRun(result: ReplicationResult, started: number): string {
   const n = (x: number): string => x.toLocaleString('en-US');
   const parts = REPLICATED_RESOURCES.map((r) => {
     const c = result.resources[r];
     return `${r} +${n(c.upserted)} -${n(c.removed)}${c.orphans > 0 ? ` (${n(c.orphans)} left out: listing not shown)` : ''}`;
   });
-  process.stdout.write(
-    `${result.resumed ? 'resumed and ' : ''}replicated ${result.from} into ${values.to} in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
-      `(${n(result.requests)} requests): ${parts.join(', ')}\n`,
-  );
+  return `in ${((Date.now() - started) / 1000).toFixed(1)} s (${n(result.requests)} requests): ${parts.join(', ')}`;
+}
+
+/**
+ * serve --replicate-from: replicates into the served engine in the background, a pass now and
+ * then one `everySeconds` after the previous ended (passes never overlap). The first pass that
+ * succeeds and those that changed something are logged to stderr, failures too (retried at the
+ * next interval, never fatal). `stop` ends the loop, aborting a pass in flight (its requests and
+ * retry waits; a change being applied finishes, so the engine holds whole pages only).
+ */
+function replicateInBackground(engine: Engine, from: string, token: string, everySeconds: number): { stop(): Promise<void> } {
+  const sink = new EngineSink(engine);
+  const abort = new AbortController();
+  const { signal } = abort;
+  const log = (line: string): boolean => process.stderr.write(`reso-engine: ${line}\n`);
+  let reported = false;
+  const pass = async (): Promise<void> => {
+    const started = Date.now();
+    try {
+      const result = await replicate({
+        from,
+        token,
+        sink,
+        fetch: (url, init) => fetch(url, { ...init, signal }),
+        sleep: (ms) => delay(ms, undefined, { signal }),
+      });
+      const changed = REPLICATED_RESOURCES.some((r) => result.resources[r].upserted + result.resources[r].removed > 0);
+      if (!reported || changed) log(`replicated ${result.from} ${describeRun(result, started)}`);
+      reported = true;
+    } catch (err) {
+      if (signal.aborted) return;
+      const code = err instanceof QueryError ? `${err.code}: ` : '';
+      log(`replication from ${from} failed: ${code}${err instanceof Error ? err.message : String(err)}; next attempt in ${everySeconds} s`);
+    }
+  };
+  const loop = (async (): Promise<void> => {
+    while (!signal.aborted) {
+      await pass();
+      await delay(everySeconds * 1000, undefined, { signal }).catch(() => undefined);
+    }
+  })();
+  return {
+    stop: async () => {
+      abort.abort();
+      await loop;
+    },
+  };
 }
 
 async function main(argv: string[]): Promise<number> {

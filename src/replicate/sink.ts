@@ -1,9 +1,10 @@
 /**
  * What the replicator writes into: a sink holds the local copy of the replicated resources and
  * the replication state, and makes both durable together. `replicate` opens and closes the sinks
- * it makes (a data directory); one passed in stays the caller's to close. The data directory sink
- * (`directory-sink.ts`) is the one implemented; an engine sink (`engine.upsert/remove`) fits the
- * same interface.
+ * it makes (a data directory); one passed in stays the caller's to close. Two are implemented:
+ * the data directory sink (`directory-sink.ts`) and the engine sink (`engine-sink.ts`: a running
+ * Engine through `engine.upsert/remove`, one atomic change per call, the state in memory and
+ * saved beside a snapshot).
  */
 import type { JsonRecord } from '../generate/listing.js';
 import { CATALOG } from '../schema/catalog.js';
@@ -27,7 +28,7 @@ export interface ResourceState {
   readonly cursor: Cursor | null;
 }
 
-/** `.replication.json` in a data directory. */
+/** `.replication.json` in a data directory; the engine sink's state (in memory, its state files). */
 export interface ReplicationState {
   readonly version: 1;
   /** The upstream's data service root (e.g. `http://host:8080/v1/listings/data`). */
