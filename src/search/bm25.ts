@@ -1,13 +1,21 @@
 /**
- * search.text(FIELD, 'terms' [, min_matches]) over one field index: query preparation (tokens,
- * dedupe, min_matches rules, address expansions) and evaluation with BM25 (SERVICE.md §4).
+ * search.text(FIELD, 'terms' [, min_matches]) over one field in one generation (a `SearchView`,
+ * src/search/live.ts): query preparation (tokens, dedupe, min_matches rules, address expansions)
+ * and evaluation with BM25 over the view's live rows and live statistics (SERVICE.md §4).
  *
- * Evaluation is term-at-a-time into dense per-row scratch arrays owned by the index, so a query
- * allocates only its result. See DESIGN.md "Text search" for the measurements behind this choice.
+ * A term's postings are the base CSR slice, then the view's tail postings (appended rows, all above
+ * the base rows, so the two in sequence ascend); dead rows never match. Evaluation is
+ * term-at-a-time into dense per-row scratch arrays shared by the views of one base index, so a
+ * query allocates only its result. See DESIGN.md "Text search" for the measurements behind this.
+ *
+ * Every term score is `(w * tf * k1p1) / (tf + BM25_K1 * (base + norm * length))` with
+ * w = weight × idf(liveCount, live df), norm = BM25_B / avgLength, base = 1 − BM25_B, summed per row
+ * in query-term order: src/search/ranked.ts computes the very same expression, so its scores are
+ * bit-identical to these.
  */
 import { QueryError } from '../errors.js';
-import { Lexicon } from './lexicon.js';
 import type { FieldIndex } from './postings.js';
+import { asView, lowerBound, type SearchView } from './live.js';
 import { normalizeAddressToken, tokenize } from './tokenize.js';
 
 export const BM25_K1 = 1.2;
@@ -21,10 +29,25 @@ export function idf(rowCount: number, docFreq: number): number {
   return Math.log(1 + (rowCount - docFreq + 0.5) / (docFreq + 0.5));
 }
 
+/** A term's BM25 weight in a view: `weight` × idf over the live rows. */
+export function termWeight(view: SearchView, termId: number, weight: number): number {
+  return weight * idf(view.liveCount, view.liveDocFreq(termId));
+}
+
+/** The length normalisation factor b / avgLength of a view (0 when no live row has tokens). */
+export function lengthNorm(view: SearchView): number {
+  return view.avgLength > 0 ? BM25_B / view.avgLength : 0;
+}
+
+/** One term score (cold paths; hot loops inline the same expression). */
+export function termScore(w: number, tf: number, length: number, norm: number): number {
+  return (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + norm * length));
+}
+
 export interface PreparedTerm {
   /** The query term after tokenizing (and, for addresses, normalizing). */
   readonly term: string;
-  /** Term id of the exact match, or -1 when the term is not in the index. */
+  /** Term id of the exact match, or -1 when the term is not in the view's vocabulary. */
   readonly exact: number;
   /** Prefix and fuzzy matches (term ids), scored at INEXACT_WEIGHT. */
   readonly inexact: readonly number[];
@@ -43,26 +66,19 @@ export interface SearchMatch {
   readonly scores: Float64Array;
 }
 
-const lexicons = new WeakMap<FieldIndex, Lexicon>();
-function lexiconOf(index: FieldIndex): Lexicon {
-  let lex = lexicons.get(index);
-  if (!lex) {
-    lex = new Lexicon(index);
-    lexicons.set(index, lex);
-  }
-  return lex;
-}
-
 /**
  * Checks and prepares a search. `minMatches` undefined means the field's default. Throws a
- * QueryError (EmptySearchQuery, InvalidMinMatches, TooManySearchTerms) for bad input.
+ * QueryError (EmptySearchQuery, InvalidMinMatches, TooManySearchTerms) for bad input. Term ids are
+ * the view's: evaluate the prepared search on the same view (a FieldIndex stands for its
+ * generation-0 view).
  */
 export function prepareSearch(
-  index: FieldIndex,
+  target: FieldIndex | SearchView,
   text: string,
   minMatches?: number,
   maxTerms = DEFAULT_MAX_SEARCH_TERMS,
 ): PreparedSearch {
+  const view = asView(target);
   if (minMatches !== undefined && (!Number.isInteger(minMatches) || minMatches < 1)) {
     throw new QueryError('InvalidMinMatches', `search.text min_matches must be a positive integer, got ${String(minMatches)}.`, { option: '$filter' });
   }
@@ -70,7 +86,7 @@ export function prepareSearch(
   const seen = new Set<string>();
   const pairs: Array<{ raw: string; term: string }> = [];
   for (const r of raw) {
-    const term = index.address ? normalizeAddressToken(r) : r;
+    const term = view.address ? normalizeAddressToken(r) : r;
     if (seen.has(term)) continue;
     seen.add(term);
     pairs.push({ raw: r, term });
@@ -84,25 +100,25 @@ export function prepareSearch(
   // The type-ahead term is the last word as typed (its last token), whatever it normalizes to.
   const lastRaw = raw[raw.length - 1];
   const terms = pairs.map(({ raw: r, term }, i): PreparedTerm => {
-    const exact = index.termIds.get(term) ?? -1;
-    if (!index.address) return { term, exact, inexact: [] };
-    const lex = lexiconOf(index);
+    const exact = view.termId(term);
+    if (!view.address) return { term, exact, inexact: [] };
     const inexact = new Set<number>();
     const isLast = i === pairs.length - 1 || r === lastRaw;
     if (isLast && lastRaw.length >= 2) {
-      for (const id of lex.withPrefix(lastRaw, [])) inexact.add(id);
-      if (term !== lastRaw) for (const id of lex.withPrefix(term, [])) inexact.add(id);
+      for (const id of view.withPrefix(lastRaw, [])) inexact.add(id);
+      if (term !== lastRaw) for (const id of view.withPrefix(term, [])) inexact.add(id);
     }
-    for (const id of lex.withinOneEdit(term, [])) inexact.add(id);
+    for (const id of view.withinOneEdit(term, [])) inexact.add(id);
     inexact.delete(exact);
     return { term, exact, inexact: [...inexact].sort((a, b) => a - b) };
   });
-  const defaultMin = index.address ? Math.ceil(ADDRESS_THRESHOLD * terms.length) : terms.length;
+  const defaultMin = view.address ? Math.ceil(ADDRESS_THRESHOLD * terms.length) : terms.length;
   return { terms, minMatches: Math.min(minMatches ?? defaultMin, terms.length) };
 }
 
-/** Per-index scratch, sized to the row count once and reused by every evaluation. */
+/** Per-base scratch, sized to the largest row count asked for and reused by every evaluation. */
 interface Scratch {
+  size: number;
   total: Float64Array;
   best: Float64Array;
   matched: Uint8Array;
@@ -114,11 +130,13 @@ interface Scratch {
   stamp: number;
 }
 const scratches = new WeakMap<FieldIndex, Scratch>();
-function scratchOf(index: FieldIndex): Scratch {
-  let s = scratches.get(index);
-  if (!s) {
-    const n = index.rowCount;
+function scratchOf(view: SearchView): Scratch {
+  let s = scratches.get(view.base);
+  if (!s || s.size < view.rowCount) {
+    // Views of one base grow past it: leave headroom so a run of small appends does not reallocate each time.
+    const n = s ? Math.max(view.rowCount, Math.ceil(s.size * 1.25)) : view.rowCount;
     s = {
+      size: n,
       total: new Float64Array(n),
       best: new Float64Array(n),
       matched: new Uint8Array(n),
@@ -128,7 +146,7 @@ function scratchOf(index: FieldIndex): Scratch {
       touched: new Uint32Array(n),
       stamp: 0,
     };
-    scratches.set(index, s);
+    scratches.set(view.base, s);
   }
   if (s.stamp > 0x7ffffff0) {
     s.termStamp.fill(0);
@@ -139,21 +157,34 @@ function scratchOf(index: FieldIndex): Scratch {
 }
 
 /**
- * Adds one term's postings to the per-term best scores. Exact postings mark their rows so that
- * inexact postings of the same term skip them: an exact match always wins.
+ * Adds one term's postings to the per-term best scores: the base slice, then the tail. Exact
+ * postings mark their rows so that inexact postings of the same term skip them: an exact match
+ * always wins.
  */
-function visitPostings(index: FieldIndex, s: Scratch, termId: number, weight: number, exact: boolean, stamp: number, termCount: number): number {
-  const { offsets, rows, tfs, lengths } = index;
-  const w = weight * idf(index.rowCount, offsets[termId + 1] - offsets[termId]);
-  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
+function visitPostings(view: SearchView, s: Scratch, termId: number, weight: number, exact: boolean, stamp: number, termCount: number): number {
+  const w = termWeight(view, termId, weight);
+  const norm = lengthNorm(view);
+  const { base } = view;
+  termCount = visitSlice(s, base.rows, base.tfs, view.baseStart(termId), view.baseEnd(termId), base.lengths, 0, view.deadBits, w, norm, exact, stamp, termCount);
+  const tail = view.tailPostings(termId);
+  if (tail) termCount = visitSlice(s, tail.rows, tail.tfs, 0, tail.end, view.tailLengths, base.rowCount, view.deadBits, w, norm, exact, stamp, termCount);
+  return termCount;
+}
+
+/** Postings rows[start, end) with tfs; row r's length is lengths[r - lengthFrom]. */
+function visitSlice(
+  s: Scratch, rows: Uint32Array, tfs: Uint16Array, start: number, end: number, lengths: Uint32Array, lengthFrom: number,
+  dead: Uint32Array | null, w: number, norm: number, exact: boolean, stamp: number, termCount: number,
+): number {
   const base = 1 - BM25_B;
   const k1p1 = BM25_K1 + 1;
   const { termStamp, exactStamp, best, termRows } = s;
-  for (let p = offsets[termId], end = offsets[termId + 1]; p < end; p++) {
+  for (let p = start; p < end; p++) {
     const row = rows[p];
+    if (dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) !== 0) continue;
     if (!exact && exactStamp[row] === stamp) continue;
     const tf = tfs[p];
-    const score = (w * tf * k1p1) / (tf + BM25_K1 * (base + norm * lengths[row]));
+    const score = (w * tf * k1p1) / (tf + BM25_K1 * (base + norm * lengths[row - lengthFrom]));
     if (termStamp[row] !== stamp) {
       termStamp[row] = stamp;
       best[row] = score;
@@ -174,76 +205,105 @@ function seek(rows: Uint32Array, from: number, end: number, target: number): num
     hi += step;
     step *= 2;
   }
-  if (hi > end) hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (rows[mid] < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return lowerBound(rows, lo, Math.min(hi, end), target);
+}
+
+/** Each term's postings in one segment (base or tail) of a view: rows[start, end) per term. */
+interface Segment {
+  readonly rows: Uint32Array[];
+  readonly tfs: Uint16Array[];
+  readonly start: Uint32Array;
+  readonly end: Uint32Array;
+  readonly lengths: Uint32Array;
+  /** Row r's length is lengths[r - lengthFrom]. */
+  readonly lengthFrom: number;
 }
 
 /**
  * A search every term of which must match exactly (no prefix or fuzzy terms): the rarest term's
- * postings drive, the others are galloped to each of its rows, and only rows holding every term are
- * scored — O(m log(M/m)) for postings of m and M rows instead of touching all m + M. Scores add
- * the per-term scores in query order with the same expression as visitPostings, so they are
- * bit-identical to the general path's.
+ * postings drive, the others are galloped to each of its rows, and only live rows holding every
+ * term are scored — O(m log(M/m)) for postings of m and M rows instead of touching all m + M. The
+ * base segment, then the tail segment (the rows of each are disjoint and ascending). Scores add the
+ * per-term scores in query order with the same expression as visitSlice, so they are bit-identical
+ * to the general path's.
  */
-function evaluateConjunctive(index: FieldIndex, terms: readonly PreparedTerm[]): SearchMatch {
+function evaluateConjunctive(view: SearchView, terms: readonly PreparedTerm[]): SearchMatch {
   if (terms.some((t) => t.exact < 0)) return { rows: new Uint32Array(0), scores: new Float64Array(0) };
-  const { offsets, rows, tfs, lengths } = index;
   const ids = terms.map((t) => t.exact);
-  const weights = ids.map((id) => idf(index.rowCount, offsets[id + 1] - offsets[id]));
-  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
-  const base = 1 - BM25_B;
-  const k1p1 = BM25_K1 + 1;
+  const weights = ids.map((id) => termWeight(view, id, 1));
+  const norm = lengthNorm(view);
   let driver = 0;
-  for (let i = 1; i < ids.length; i++) if (offsets[ids[i] + 1] - offsets[ids[i]] < offsets[ids[driver] + 1] - offsets[ids[driver]]) driver = i;
-  const cursor = ids.map((id) => offsets[id]);
-  const found = new Uint32Array(ids.length);
+  for (let i = 1; i < ids.length; i++) if (view.postingCount(ids[i]) < view.postingCount(ids[driver])) driver = i;
   const outRows: number[] = [];
   const outScores: number[] = [];
-  const dEnd = offsets[ids[driver] + 1];
-  next: for (let p = offsets[ids[driver]]; p < dEnd; p++) {
-    const row = rows[p];
-    for (let i = 0; i < ids.length; i++) {
+  const { base } = view;
+  const n = ids.length;
+  conjoin({
+    rows: ids.map(() => base.rows), tfs: ids.map(() => base.tfs),
+    start: Uint32Array.from(ids, (id) => view.baseStart(id)), end: Uint32Array.from(ids, (id) => view.baseEnd(id)),
+    lengths: base.lengths, lengthFrom: 0,
+  }, driver, view.deadBits, weights, norm, outRows, outScores);
+  const tails = ids.map((id) => view.tailPostings(id));
+  if (tails.every((t) => t !== null)) {
+    conjoin({
+      rows: tails.map((t) => t!.rows), tfs: tails.map((t) => t!.tfs),
+      start: new Uint32Array(n), end: Uint32Array.from(tails, (t) => t!.end),
+      lengths: view.tailLengths, lengthFrom: base.rowCount,
+    }, driver, view.deadBits, weights, norm, outRows, outScores);
+  }
+  return { rows: Uint32Array.from(outRows), scores: Float64Array.from(outScores) };
+}
+
+function conjoin(seg: Segment, driver: number, dead: Uint32Array | null, weights: number[], norm: number, outRows: number[], outScores: number[]): void {
+  const base = 1 - BM25_B;
+  const k1p1 = BM25_K1 + 1;
+  const n = weights.length;
+  const cursor = seg.start.slice();
+  const found = new Uint32Array(n);
+  const dRows = seg.rows[driver];
+  const dEnd = seg.end[driver];
+  next: for (let p = seg.start[driver]; p < dEnd; p++) {
+    const row = dRows[p];
+    if (dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) !== 0) continue;
+    for (let i = 0; i < n; i++) {
       if (i === driver) {
         found[i] = p;
         continue;
       }
-      const end = offsets[ids[i] + 1];
+      const rows = seg.rows[i];
+      const end = seg.end[i];
       const q = seek(rows, cursor[i], end, row);
       cursor[i] = q;
       if (q === end) break next;
       if (rows[q] !== row) continue next;
       found[i] = q;
     }
+    const length = seg.lengths[row - seg.lengthFrom];
     let total = 0;
-    for (let i = 0; i < ids.length; i++) {
-      const tf = tfs[found[i]];
-      total += (weights[i] * tf * k1p1) / (tf + BM25_K1 * (base + norm * lengths[row]));
+    for (let i = 0; i < n; i++) {
+      const tf = seg.tfs[i][found[i]];
+      total += (weights[i] * tf * k1p1) / (tf + BM25_K1 * (base + norm * length));
     }
     outRows.push(row);
     outScores.push(total);
   }
-  return { rows: Uint32Array.from(outRows), scores: Float64Array.from(outScores) };
 }
 
-/** Rows satisfying the search, ascending, with their BM25 scores. */
-export function evaluateSearch(index: FieldIndex, search: PreparedSearch): SearchMatch {
+/** Live rows satisfying the search, ascending, with their BM25 scores. */
+export function evaluateSearch(target: FieldIndex | SearchView, search: PreparedSearch): SearchMatch {
+  const view = asView(target);
   if (search.minMatches === search.terms.length && search.terms.every((t) => t.inexact.length === 0)) {
-    return evaluateConjunctive(index, search.terms);
+    return evaluateConjunctive(view, search.terms);
   }
-  const { rowCount } = index;
-  const s = scratchOf(index);
+  const { rowCount } = view;
+  const s = scratchOf(view);
   const { total, best, matched, termRows, touched } = s;
   let touchedCount = 0;
   for (const t of search.terms) {
     const stamp = ++s.stamp;
     let termCount = 0;
-    if (t.exact >= 0) termCount = visitPostings(index, s, t.exact, 1, true, stamp, termCount);
-    for (const id of t.inexact) termCount = visitPostings(index, s, id, INEXACT_WEIGHT, false, stamp, termCount);
+    if (t.exact >= 0) termCount = visitPostings(view, s, t.exact, 1, true, stamp, termCount);
+    for (const id of t.inexact) termCount = visitPostings(view, s, id, INEXACT_WEIGHT, false, stamp, termCount);
     for (let i = 0; i < termCount; i++) {
       const row = termRows[i];
       if (matched[row] === 0) {

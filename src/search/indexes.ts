@@ -45,12 +45,13 @@ export function buildSearchIndexes(rowCount: number, read: ValueReader): SearchI
   return out;
 }
 
-/** Appends a row's tokens of one source field; null when the table has no such column. */
-type TokenSource = (row: number, out: string[]) => void;
+/** Appends a row's tokens (of one source field, or of a whole search field). */
+export type TokenSource = (row: number, out: string[]) => void;
 
 /**
  * A token emitter reading the column directly. Lookup and collection values repeat across rows, so
- * their tokens are computed once per dictionary entry; free text is tokenized per row.
+ * their tokens are computed once per dictionary entry; free text is tokenized per row. Null when the
+ * table has no such column.
  */
 function tokenSource(table: Table, field: string): TokenSource | null {
   const c = table.column(field);
@@ -88,9 +89,13 @@ function tokenSource(table: Table, field: string): TokenSource | null {
   }
 }
 
-/** The same indexes as buildSearchIndexes, read straight from a table's columns (faster). */
-export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
-  const out = {} as Record<SearchFieldName, FieldIndex>;
+/**
+ * Per search field, the emitter of a row's tokens (not yet address-normalized), read straight from
+ * the table's columns: what buildSearchIndexesOfTable indexes, and what a live update passes as
+ * `tokensOf` for a new generation's table (src/search/live.ts).
+ */
+export function searchTokenSources(table: Table): Record<SearchFieldName, TokenSource> {
+  const out = {} as Record<SearchFieldName, TokenSource>;
   const none: TokenSource = () => {};
   for (const field of SEARCH_FIELDS) {
     const emitters: TokenSource[] = SEARCH_FIELD_SOURCES[field].map((source) => {
@@ -108,9 +113,19 @@ export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
         }
       };
     });
-    out[field] = buildFieldIndex(table.rowCount, (row, tokens) => {
+    out[field] = (row, tokens) => {
       for (const emit of emitters) emit(row, tokens);
-    }, { address: field === 'RawAddressSearchText', tokenized: true });
+    };
+  }
+  return out;
+}
+
+/** The same indexes as buildSearchIndexes, read straight from a table's columns (faster). */
+export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
+  const sources = searchTokenSources(table);
+  const out = {} as Record<SearchFieldName, FieldIndex>;
+  for (const field of SEARCH_FIELDS) {
+    out[field] = buildFieldIndex(table.rowCount, sources[field], { address: field === 'RawAddressSearchText', tokenized: true });
   }
   return out;
 }

@@ -1,8 +1,14 @@
 /**
  * Term look-ups beyond exact match, for RawAddressSearchText: prefixes of the last query term
- * (type-ahead) over the sorted term list, and words within one Damerau edit (optimal string
+ * (type-ahead) over term lists sorted by text, and words within one Damerau edit (optimal string
  * alignment: insert, delete, substitute, or swap two neighbours) through a symmetric-deletion
  * index, so a look-up touches only true candidates instead of the whole vocabulary.
+ *
+ * A lexicon can grow: `extend()` takes in terms appended to its vocabulary since (the tail
+ * vocabulary of live updates, src/search/live.ts). The terms sorted at construction form one run;
+ * each extension adds a sorted run, and runs merge like a binary counter (a run merges into the one
+ * before it while that one is no longer), so there are O(log n) runs and each term is merged
+ * O(log n) times over its life.
  */
 import type { FieldIndex } from './postings.js';
 
@@ -13,48 +19,78 @@ export function isFuzzyCandidate(word: string): boolean {
   return word.length >= FUZZY_MIN_LETTERS && LETTERS_ONLY.test(word);
 }
 
-export class Lexicon {
-  /** Term ids in ascending order of their term text. */
-  private readonly sorted: Uint32Array;
-  /** One-deletion variant -> ids of fuzzy-eligible terms having it. */
-  private readonly deletions = new Map<string, number[]>();
+/** Terms by id: the term of id `firstId + i` is `terms[i]`; `termIds` maps a term to its id. */
+export interface Vocabulary {
+  readonly terms: readonly string[];
+  readonly termIds: ReadonlyMap<string, number>;
+}
 
-  constructor(private readonly index: FieldIndex) {
-    const { terms } = index;
-    this.sorted = Uint32Array.from(terms.keys()).sort((a, b) => (terms[a] < terms[b] ? -1 : terms[a] > terms[b] ? 1 : 0));
-    terms.forEach((term, id) => {
-      if (!isFuzzyCandidate(term)) return;
+export class Lexicon {
+  /** Term ids, each run in ascending order of term text. */
+  private runs: Uint32Array[] = [];
+  /** One-deletion variant -> ids (ascending) of fuzzy-eligible terms having it. */
+  private readonly deletions = new Map<string, number[]>();
+  /** Terms of the vocabulary taken in so far. */
+  private size = 0;
+
+  constructor(private readonly vocabulary: Vocabulary, private readonly firstId = 0) {
+    this.extend();
+  }
+
+  /** Takes in the terms appended to the vocabulary since the last call (or construction). */
+  extend(): void {
+    const { terms } = this.vocabulary;
+    if (this.size === terms.length) return;
+    const first = this.firstId;
+    const text = (id: number): string => terms[id - first];
+    const run = new Uint32Array(terms.length - this.size);
+    for (let i = 0; i < run.length; i++) run[i] = first + this.size + i;
+    run.sort((a, b) => (text(a) < text(b) ? -1 : text(a) > text(b) ? 1 : 0));
+    for (let id = first + this.size; id < first + terms.length; id++) {
+      const term = text(id);
+      if (!isFuzzyCandidate(term)) continue;
       for (const d of deletionsOf(term)) {
         const list = this.deletions.get(d);
         if (list) {
           if (list[list.length - 1] !== id) list.push(id);
         } else this.deletions.set(d, [id]);
       }
-    });
+    }
+    this.size = terms.length;
+    const runs = this.runs;
+    runs.push(run);
+    while (runs.length > 1 && runs[runs.length - 2].length <= runs[runs.length - 1].length) {
+      const b = runs.pop()!;
+      const a = runs.pop()!;
+      runs.push(mergeRuns(a, b, text));
+    }
   }
 
   /** Ids of terms that start with `prefix` (the prefix itself included when it is a term). */
   withPrefix(prefix: string, out: number[]): number[] {
-    const { terms } = this.index;
-    let lo = 0;
-    let hi = this.sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (terms[this.sorted[mid]] < prefix) lo = mid + 1;
-      else hi = mid;
+    const { terms } = this.vocabulary;
+    const first = this.firstId;
+    for (const sorted of this.runs) {
+      let lo = 0;
+      let hi = sorted.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (terms[sorted[mid] - first] < prefix) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < sorted.length && terms[sorted[i] - first].startsWith(prefix); i++) out.push(sorted[i]);
     }
-    for (let i = lo; i < this.sorted.length && terms[this.sorted[i]].startsWith(prefix); i++) out.push(this.sorted[i]);
     return out;
   }
 
   /** Ids of fuzzy-eligible terms within one Damerau (OSA) edit of `word`, excluding `word` itself. */
   withinOneEdit(word: string, out: number[]): number[] {
     if (!isFuzzyCandidate(word)) return out;
-    const { terms, termIds } = this.index;
+    const { terms, termIds } = this.vocabulary;
     const found = new Set<number>();
     const consider = (id: number | undefined): void => {
-      if (id === undefined || found.has(id)) return;
-      const term = terms[id];
+      if (id === undefined || found.has(id) || id - this.firstId >= this.size) return;
+      const term = terms[id - this.firstId];
       if (term !== word && isFuzzyCandidate(term) && osaDistanceAtMostOne(word, term)) found.add(id);
     };
     // word is a term with one letter inserted (term = word minus one letter)
@@ -66,6 +102,29 @@ export class Lexicon {
     for (const id of found) out.push(id);
     return out;
   }
+}
+
+/** Two runs merged into one, in ascending order of term text. */
+function mergeRuns(a: Uint32Array, b: Uint32Array, text: (id: number) => string): Uint32Array {
+  const out = new Uint32Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = text(b[j]) < text(a[i]) ? b[j++] : a[i++];
+  while (i < a.length) out[k++] = a[i++];
+  while (j < b.length) out[k++] = b[j++];
+  return out;
+}
+
+const lexicons = new WeakMap<FieldIndex, Lexicon>();
+/** The lexicon of a frozen index, built on first use. */
+export function lexiconOf(index: FieldIndex): Lexicon {
+  let lex = lexicons.get(index);
+  if (!lex) {
+    lex = new Lexicon(index);
+    lexicons.set(index, lex);
+  }
+  return lex;
 }
 
 function deletionsOf(word: string): Set<string> {

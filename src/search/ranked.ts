@@ -1,20 +1,41 @@
 /**
- * Top-k by relevance without scoring every listing of a frequent term.
+ * Top-k by relevance without scoring every listing of a frequent term, exact over a view (one
+ * field in one generation, src/search/live.ts).
  *
  * For a conjunctive search (every term required, exact terms only — the default outside
- * RawAddressSearchText) the driver term's postings are walked in impact order (its BM25 term
- * score, highest first); each candidate's other terms are looked up by binary search in their
- * row-sorted postings. The walk stops once the driver's next score plus the other terms' maximum
- * scores cannot reach the k-th best: the answer is exactly the top k of the full evaluation.
- * Other searches (address thresholds, prefix and fuzzy expansions) evaluate every match and keep
- * the top k with a heap. DESIGN.md "Text search" has the measurements.
+ * RawAddressSearchText) the driver term's base postings are walked in impact order (their BM25 term
+ * score under the base index's own statistics, highest first, computed once per base index and
+ * term); each candidate's other terms are looked up by binary search in their row-sorted postings.
+ * The walk stops once the driver's next score bound plus the other terms' maximum scores cannot
+ * reach the k-th best: the answer is exactly the top k of the full evaluation.
+ *
+ * In a later generation the statistics differ from the base's (N, df, average length), so a base
+ * posting's score there is not its cached score, and the impact order may no longer be exactly
+ * descending. It is still a bound: with idf w' against the base's w and average length A' against
+ * A, the term score w·tf·(k1+1) / (tf + k1·(1 − b + b·len/A)) changes by the factor
+ * (w'/w) · D(A)/D(A'), where D(A) = c + x/A with c = tf + k1(1 − b) > 0 and x = k1·b·len ≥ 0; for
+ * A' ≥ A, (c + x/A)/(c + x/A') ≤ (x/A)/(x/A') = A'/A, and for A' < A it is at most 1. So a base
+ * posting's view score is at most its base score × (w'/w) · max(1, A'/A) (a relative 1e-9 of slack
+ * absorbs rounding), and the walk stops on the scaled bound; postings walked are scored with the
+ * view's statistics. Tail postings (appended rows) are few: they are scored in full, first, and
+ * their exact maximum enters the other terms' bounds. When a term's view weight and length
+ * normalisation equal the base's (every term of a generation-0 view), the cached base scores are
+ * the view's scores, bit for bit, and serve directly.
+ *
+ * Other searches (address thresholds, prefix and fuzzy expansions) use the MaxScore split below,
+ * or evaluate every match and keep the top k with a heap. DESIGN.md "Text search" has the
+ * measurements. Scores are bit-identical to evaluateSearch's on the same view.
  */
 import { TopKHeap } from '../exec/top-k.js';
-import { BM25_B, BM25_K1, INEXACT_WEIGHT, evaluateSearch, idf, type PreparedSearch } from './bm25.js';
+import { BM25_B, INEXACT_WEIGHT, evaluateSearch, idf, lengthNorm, termScore, termWeight, type PreparedSearch } from './bm25.js';
+import { asView, lowerBound, type SearchView, type TailPostings } from './live.js';
 import type { FieldIndex } from './postings.js';
 
 /** Terms with fewer postings than this are cheaper to evaluate in full than to impact-sort. */
 export const IMPACT_MIN_POSTINGS = 2048;
+
+/** Relative slack on score bounds, so rounding can never make a bound too low. */
+const BOUND_SLACK = 1e-9;
 
 export interface RankedMatch {
   readonly rows: Uint32Array;
@@ -28,17 +49,7 @@ export interface RankOptions {
   readonly tieRank?: ArrayLike<number>;
 }
 
-/** Posting positions of each term sorted by term score descending (ties by row), built on demand. */
-const impactOrders = new WeakMap<FieldIndex, Map<number, Uint32Array>>();
-
-function termScores(index: FieldIndex, termId: number): Float64Array {
-  const start = index.offsets[termId];
-  const out = new Float64Array(index.offsets[termId + 1] - start);
-  for (let i = 0; i < out.length; i++) out[i] = postingScore(index, termId, 1, start + i);
-  return out;
-}
-
-/** One cache per index and term, filled on first use (indexes are frozen, so never stale). */
+/** One cache per base index and term, filled on first use (base indexes are frozen, so never stale). */
 function perTerm<V>(cache: WeakMap<FieldIndex, Map<number, V>>, index: FieldIndex, termId: number, make: () => V): V {
   let perIndex = cache.get(index);
   if (!perIndex) {
@@ -53,6 +64,8 @@ function perTerm<V>(cache: WeakMap<FieldIndex, Map<number, V>>, index: FieldInde
   return value;
 }
 
+/** Posting positions of each term sorted by base term score descending (ties by row), built on demand. */
+const impactOrders = new WeakMap<FieldIndex, Map<number, Uint32Array>>();
 function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): Uint32Array {
   return perTerm(impactOrders, index, termId, () => {
     const order = new Uint32Array(scores.length);
@@ -62,43 +75,103 @@ function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): U
 }
 
 interface TermImpacts {
-  /** Term score per posting, in posting order. */
+  /** Term score per base posting (the base index's statistics), in posting order. */
   readonly scores: Float64Array;
   readonly max: number;
 }
 const termImpactCache = new WeakMap<FieldIndex, Map<number, TermImpacts>>();
 function termImpacts(index: FieldIndex, termId: number): TermImpacts {
   return perTerm(termImpactCache, index, termId, () => {
-    const scores = termScores(index, termId);
+    const { offsets, rows, tfs, lengths } = index;
+    const start = offsets[termId];
+    const w = idf(index.rowCount, offsets[termId + 1] - start);
+    const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
+    const scores = new Float64Array(offsets[termId + 1] - start);
     let max = 0;
-    for (let i = 0; i < scores.length; i++) if (scores[i] > max) max = scores[i];
+    for (let i = 0; i < scores.length; i++) {
+      scores[i] = termScore(w, tfs[start + i], lengths[rows[start + i]], norm);
+      if (scores[i] > max) max = scores[i];
+    }
     return { scores, max };
   });
 }
 
-/** Position of row in the term's postings, or -1. */
-function findPosting(index: FieldIndex, termId: number, row: number): number {
-  let lo = index.offsets[termId];
-  let hi = index.offsets[termId + 1];
-  const rows = index.rows;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (rows[mid] < row) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < index.offsets[termId + 1] && rows[lo] === row ? lo : -1;
+/** How one view scores one term (at weight 1), and how high its scores can go. */
+interface ViewTerm {
+  readonly id: number;
+  /** The view's weight: idf over its live rows. */
+  readonly w: number;
+  /** Base postings: base.rows[start, end). */
+  readonly start: number;
+  readonly end: number;
+  /** Base scores under the base's statistics; null when the base lacks the term. */
+  readonly impacts: TermImpacts | null;
+  /** Whether the base scores are this view's scores (same weight and length normalisation). */
+  readonly same: boolean;
+  /** A base posting's view score is at most its base score times this. */
+  readonly grow: number;
+  readonly tail: TailPostings | null;
+  /** Upper bound of the term's view score over all its postings. */
+  readonly max: number;
 }
 
-/** The k best rows by relevance (ties by tie rank), best first, with their scores. */
-export function rankSearch(index: FieldIndex, search: PreparedSearch, k: number, options: RankOptions = {}): RankedMatch {
+function viewTerm(view: SearchView, id: number): ViewTerm {
+  const { base } = view;
+  const start = view.baseStart(id);
+  const end = view.baseEnd(id);
+  const w = termWeight(view, id, 1);
+  const norm = lengthNorm(view);
+  let impacts: TermImpacts | null = null;
+  let same = true;
+  let grow = 1;
+  let max = 0;
+  if (end > start) {
+    impacts = termImpacts(base, id);
+    const baseWeight = idf(base.rowCount, end - start);
+    same = w === baseWeight && norm === (base.avgLength > 0 ? BM25_B / base.avgLength : 0);
+    // base.avgLength > 0: a term with postings has a row with tokens
+    if (!same) grow = (w / baseWeight) * Math.max(1, view.avgLength / base.avgLength) * (1 + BOUND_SLACK);
+    max = impacts.max * grow;
+  }
+  const tail = view.tailPostings(id);
+  if (tail) {
+    const lengths = view.tailLengths;
+    for (let p = 0; p < tail.end; p++) {
+      const s = termScore(w, tail.tfs[p], lengths[tail.rows[p] - base.rowCount], norm) * (1 + BOUND_SLACK);
+      if (s > max) max = s;
+    }
+  }
+  return { id, w, start, end, impacts, same, grow, tail, max };
+}
+
+/** The term's view score (weight 1) in a row, or -1 when the row does not hold it. */
+function scoreIn(view: SearchView, t: ViewTerm, row: number, norm: number): number {
+  const { base } = view;
+  if (row < base.rowCount) {
+    const p = lowerBound(base.rows, t.start, t.end, row);
+    if (p === t.end || base.rows[p] !== row) return -1;
+    return t.same ? t.impacts!.scores[p - t.start] : termScore(t.w, base.tfs[p], base.lengths[row], norm);
+  }
+  const tail = t.tail;
+  if (!tail) return -1;
+  const p = lowerBound(tail.rows, 0, tail.end, row);
+  if (p === tail.end || tail.rows[p] !== row) return -1;
+  return termScore(t.w, tail.tfs[p], view.tailLengths[row - base.rowCount], norm);
+}
+
+const isDeadIn = (dead: Uint32Array | null, row: number): boolean => dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) === 1;
+
+/** The k best live rows by relevance (ties by tie rank), best first, with their scores. */
+export function rankSearch(target: FieldIndex | SearchView, search: PreparedSearch, k: number, options: RankOptions = {}): RankedMatch {
+  const view = asView(target);
   const tie = options.tieRank;
   const accept = options.accept;
   const heap = new TopKHeap(k);
   const conjunctive = search.minMatches === search.terms.length && search.terms.every((t) => t.inexact.length === 0);
   if (!conjunctive) {
-    const bounded = k > 0 ? rankByMaxScore(index, search, k, accept, tie) : null;
+    const bounded = k > 0 ? rankByMaxScore(view, search, k, accept, tie) : null;
     if (bounded) return bounded;
-    const all = evaluateSearch(index, search);
+    const all = evaluateSearch(view, search);
     for (let i = 0; i < all.rows.length; i++) {
       const row = all.rows[i];
       if (!accept || accept(row)) heap.offer(row, all.scores[i], tie ? tie[row] : row);
@@ -108,108 +181,124 @@ export function rankSearch(index: FieldIndex, search: PreparedSearch, k: number,
   }
   if (search.terms.some((t) => t.exact < 0) || k === 0) return { rows: new Uint32Array(0), scores: new Float64Array(0) };
 
-  const { offsets } = index;
   const ids = search.terms.map((t) => t.exact);
-  const df = (id: number): number => offsets[id + 1] - offsets[id];
   let driverAt = 0;
   ids.forEach((id, j) => {
-    if (df(id) < df(ids[driverAt])) driverAt = j;
+    if (view.postingCount(id) < view.postingCount(ids[driverAt])) driverAt = j;
   });
-  const driver = ids[driverAt];
-  const impacts = ids.map((id) => termImpacts(index, id));
-  const driverScores = impacts[driverAt].scores;
-  const order = df(driver) >= IMPACT_MIN_POSTINGS ? impactOrder(index, driver, driverScores) : null;
+  const terms = ids.map((id) => viewTerm(view, id));
+  const d = terms[driverAt];
   let othersMax = 0;
-  impacts.forEach((im, j) => {
-    if (j !== driverAt) othersMax += im.max;
+  terms.forEach((t, j) => {
+    if (j !== driverAt) othersMax += t.max;
   });
-  const start = offsets[driver];
-  const n = df(driver);
-  for (let i = 0; i < n; i++) {
-    const p = order ? order[i] : i;
-    // Impact order: nothing later can beat the k-th best once this bound falls below it.
-    if (order && heap.full && driverScores[p] + othersMax < heap.threshold) break;
-    const row = index.rows[start + p];
-    if (accept && !accept(row)) continue;
-    // Sum in query-term order, exactly as the full evaluation does, so scores are bit-identical.
-    let score = 0;
-    let ok = true;
-    for (let j = 0; j < ids.length; j++) {
-      if (j === driverAt) {
-        score += driverScores[p];
-        continue;
+  const norm = lengthNorm(view);
+  const dead = view.deadBits;
+  const { base } = view;
+  // Scores are summed in query-term order, exactly as the full evaluation does, so they are bit-identical.
+
+  // Appended rows first (scored in full): they can only raise the k-th best the walk must beat.
+  const tail = d.tail;
+  if (tail) {
+    const lengths = view.tailLengths;
+    for (let p = 0; p < tail.end; p++) {
+      const row = tail.rows[p];
+      if (isDeadIn(dead, row) || (accept && !accept(row))) continue;
+      let score = 0;
+      let j = 0;
+      for (; j < terms.length; j++) {
+        const s = j === driverAt ? termScore(d.w, tail.tfs[p], lengths[row - base.rowCount], norm) : scoreIn(view, terms[j], row, norm);
+        if (s < 0) break;
+        score += s;
       }
-      const pos = findPosting(index, ids[j], row);
-      if (pos < 0) {
-        ok = false;
-        break;
-      }
-      score += impacts[j].scores[pos - offsets[ids[j]]];
+      if (j === terms.length) heap.offer(row, score, tie ? tie[row] : row);
     }
-    if (ok) heap.offer(row, score, tie ? tie[row] : row);
+  }
+  if (d.impacts) {
+    const { rows, tfs, lengths } = base;
+    const m = terms.length;
+    const starts = Uint32Array.from(terms, (t) => t.start);
+    const ends = Uint32Array.from(terms, (t) => t.end);
+    /** A term's base scores where they are this view's, else null (computed per posting). */
+    const cached = terms.map((t) => (t.same ? t.impacts?.scores ?? null : null));
+    const driverScores = d.impacts.scores;
+    const n = d.end - d.start;
+    const order = n >= IMPACT_MIN_POSTINGS ? impactOrder(base, d.id, driverScores) : null;
+    for (let i = 0; i < n; i++) {
+      const p = order ? order[i] : i;
+      // Impact order: nothing later can beat the k-th best once this bound falls below it.
+      if (order && heap.full && driverScores[p] * d.grow + othersMax < heap.threshold) break;
+      const row = rows[d.start + p];
+      if (isDeadIn(dead, row) || (accept && !accept(row))) continue;
+      let score = 0;
+      let j = 0;
+      for (; j < m; j++) {
+        const q = j === driverAt ? d.start + p : lowerBound(rows, starts[j], ends[j], row);
+        if (q === ends[j] || rows[q] !== row) break;
+        const c = cached[j];
+        score += c !== null ? c[q - starts[j]] : termScore(terms[j].w, tfs[q], lengths[row], norm);
+      }
+      if (j === m) heap.offer(row, score, tie ? tie[row] : row);
+    }
   }
   const { ids: rows, values } = heap.drain();
   return { rows, scores: values };
 }
 
-/** One posting's BM25 term score, computed exactly as evaluateSearch does (weight inside idf). */
-function postingScore(index: FieldIndex, termId: number, weight: number, p: number): number {
-  const w = weight * idf(index.rowCount, index.offsets[termId + 1] - index.offsets[termId]);
-  const norm = index.avgLength > 0 ? BM25_B / index.avgLength : 0;
-  const tf = index.tfs[p];
-  return (w * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + norm * index.lengths[index.rows[p]]));
-}
-
 /**
  * Top-k for threshold searches (min_matches below the term count, prefix and fuzzy expansions)
- * without scoring every match: a MaxScore split. The rows of the rarest term are scored in full
- * (every other term found by binary search) to seed the k-th best score θ; the terms whose
- * summed upper bounds stay below θ are non-essential — a row holding only those cannot reach the
- * top k — so only rows of the essential terms' postings are scored. Exact: the same rows and
- * bit-identical scores as evaluating every match. Returns null when the split would not pay
- * (no selective seed term, or every term essential); the caller then evaluates in full.
+ * without scoring every match: a MaxScore split. The live rows of the rarest term are scored in
+ * full (every other term found by binary search) to seed the k-th best score θ; the terms whose
+ * summed upper bounds (scaled base maxima and exact tail maxima, see the file comment) stay below θ
+ * are non-essential — a row holding only those cannot reach the top k — so only rows of the
+ * essential terms' postings are scored. Exact: the same rows and bit-identical scores as evaluating
+ * every match. Returns null when the split would not pay (no selective seed term, or every term
+ * essential); the caller then evaluates in full.
  */
 export function rankByMaxScore(
-  index: FieldIndex,
+  target: FieldIndex | SearchView,
   search: PreparedSearch,
   k: number,
   accept: ((row: number) => boolean) | undefined,
   tie: ArrayLike<number> | undefined,
 ): RankedMatch | null {
-  const { offsets, rows } = index;
+  const view = asView(target);
+  const { base } = view;
   const heap = new TopKHeap(k);
+  const entry = (id: number, weight: number, exact: boolean) => ({ id, weight, exact, w: termWeight(view, id, weight), term: viewTerm(view, id) });
   const lists = search.terms.map((t) => [
-    ...(t.exact >= 0 ? [{ id: t.exact, weight: 1, exact: true }] : []),
-    ...t.inexact.map((id) => ({ id, weight: INEXACT_WEIGHT, exact: false })),
+    ...(t.exact >= 0 ? [entry(t.exact, 1, true)] : []),
+    ...t.inexact.map((id) => entry(id, INEXACT_WEIGHT, false)),
   ]);
-  const sizes = lists.map((l) => l.reduce((n, e) => n + offsets[e.id + 1] - offsets[e.id], 0));
-  // Upper bound of each term's score, with slack so rounding can never make it too low.
-  const bounds = lists.map((l) => l.reduce((m, e) => Math.max(m, e.weight * termImpacts(index, e.id).max), 0) * (1 + 1e-9));
+  const sizes = lists.map((l) => l.reduce((n, e) => n + view.postingCount(e.id), 0));
+  const bounds = lists.map((l) => l.reduce((m, e) => Math.max(m, e.weight * e.term.max), 0) * (1 + BOUND_SLACK));
   let seed = 0;
   for (let i = 1; i < sizes.length; i++) if (sizes[i] < sizes[seed]) seed = i;
-  if (sizes[seed] * 20 > index.rowCount) return null;
+  if (sizes[seed] * 20 > view.rowCount) return null;
 
+  const norm = lengthNorm(view);
   /** Term i's score for a row (exact wins, else the best inexact word), or -1 when it does not match. */
-  const termScore = (i: number, row: number): number => {
+  const termScoreOf = (i: number, row: number): number => {
     let best = -1;
     for (const e of lists[i]) {
-      const p = findPosting(index, e.id, row);
-      if (p < 0) continue;
-      const s = postingScore(index, e.id, e.weight, p);
+      const tf = view.tfOf(e.id, row);
+      if (tf === 0) continue;
+      const s = termScore(e.w, tf, view.lengthOf(row), norm);
       if (e.exact) return s;
       if (s > best) best = s;
     }
     return best;
   };
+  const dead = view.deadBits;
   const seen = new Set<number>();
   const score = (row: number): void => {
-    if (seen.has(row)) return;
+    if (seen.has(row) || isDeadIn(dead, row)) return;
     seen.add(row);
     if (accept && !accept(row)) return;
     let total = 0;
     let matched = 0;
     for (let i = 0; i < lists.length; i++) {
-      const s = termScore(i, row);
+      const s = termScoreOf(i, row);
       if (s >= 0) {
         total += s;
         matched++;
@@ -218,7 +307,10 @@ export function rankByMaxScore(
     if (matched >= search.minMatches) heap.offer(row, total, tie ? tie[row] : row);
   };
   const scoreTerm = (i: number): void => {
-    for (const e of lists[i]) for (let p = offsets[e.id]; p < offsets[e.id + 1]; p++) score(rows[p]);
+    for (const { term } of lists[i]) {
+      for (let p = term.start; p < term.end; p++) score(base.rows[p]);
+      if (term.tail) for (let p = 0; p < term.tail.end; p++) score(term.tail.rows[p]);
+    }
   };
 
   scoreTerm(seed);

@@ -1,0 +1,456 @@
+/**
+ * Search over live data: one search field in one generation of the Property table, with BM25
+ * statistics of exactly the live rows (SERVICE.md §4), without rebuilding the CSR index per change.
+ *
+ * Model. Rows are append-only and never change; a generation is a row count plus a dead
+ * (tombstone) bitmap. An upsert appends the new version and marks the old row dead; a removal
+ * marks a row dead. A `SearchView` is one field in one generation and is immutable: `next(change)`
+ * returns a new view and the old one keeps answering exactly as before (a query or a pinned page
+ * may still hold it).
+ *
+ * Structure.
+ * - The base `FieldIndex` (CSR, frozen, as built by `buildFieldIndex` and stored in snapshots)
+ *   covers rows [0, base.rowCount). It is never copied or written.
+ * - A `Tail`, shared by every view of one lineage (the views reached from one `SearchView.of` by
+ *   `next`), holds what appended rows add: a dictionary of the terms the base lacks (ids
+ *   base.terms.length, +1, ... in order of first appearance), per term a growable posting list
+ *   (rows ascending, term frequencies) of appended rows, the token count of each appended row,
+ *   and, for the address field, a lexicon over the new terms extended on first use. It only grows.
+ *   A view sees the rows below its `rowCount` and the term ids below its `termCount`, so what later
+ *   views append is invisible to it: a tail list is bounded per view by binary search (in O(1) when
+ *   its last row is below the bound, the usual case).
+ * - Per view: rowCount, the dead bitmap (null when none is dead), liveCount (N), the total token
+ *   count of live rows (so avgLength = total / liveCount), termCount, and the per-term count of
+ *   dead rows holding the term, as a persistent 32-ary trie keyed by term id: `next` copies only
+ *   the paths it changes (each node once per change, then edits it in place), so older views keep
+ *   their counts. Live df(t) = base df + tail postings below rowCount − dead holders.
+ *
+ * Costs. `SearchView.of` is O(1). `next` is O(tokens of the appended and removed rows), plus
+ * O(log₃₂ terms) trie nodes of 32 slots per distinct term of the removed rows, amortised O(1) per
+ * tail posting for list growth; never O(rows) or O(postings). Queries on a generation-0 view read
+ * the base arrays as queries on the FieldIndex did.
+ *
+ * Contract of `next` (checked where cheap, else trusted): it extends the newest view of its lineage
+ * when it appends rows (`from` = this view's rowCount = the highest row appended so far; a change
+ * that only removes may start from any view); `removed` lists each newly dead row once, and every
+ * row set in `dead` but alive before is in `removed`; `tokensOf` gives a row the tokens it was (or
+ * is being) indexed with.
+ */
+import type { FieldIndex } from './postings.js';
+import { Lexicon, lexiconOf, type Vocabulary } from './lexicon.js';
+import { normalizeAddressToken } from './tokenize.js';
+
+export interface SearchChange {
+  /** Rows appended by this change: [from, to) of the new generation (from = previous view's rowCount). */
+  readonly from: number;
+  readonly to: number;
+  /**
+   * The new generation's dead bitmap (bit set = dead), covering at least rows [0, to). Rows that
+   * become dead in this change are exactly those set here but alive in the previous view, and they
+   * are listed in `removed`. Appended rows may be dead already (an upsert superseded within the
+   * same batch). The bitmap is owned by the generation and never written after the view is made.
+   */
+  readonly dead: Uint32Array;
+  /** Rows that became dead in this change (base rows or earlier appended rows, or rows appended by this very change), each once. */
+  readonly removed: ArrayLike<number>;
+  /**
+   * Appends the tokens of any row (appended, or removed) of this field, in field order, exactly as
+   * the index builder tokenizes them (already tokenized; address normalization is applied by the
+   * view for address fields, as buildFieldIndex does). Rows never change, so a removed row's
+   * tokens are the ones it was indexed with.
+   */
+  readonly tokensOf: (row: number, out: string[]) => void;
+}
+
+/** A term's postings among appended rows, bounded to one view: rows[0, end) ascending, with tfs. */
+export interface TailPostings {
+  readonly rows: Uint32Array;
+  readonly tfs: Uint16Array;
+  readonly end: number;
+}
+
+/** A growable posting list of appended rows (shared; views bound it by their row count). */
+class TailList {
+  rows = new Uint32Array(4);
+  tfs = new Uint16Array(4);
+  length = 0;
+
+  push(row: number, tf: number): void {
+    if (this.length === this.rows.length) {
+      const rows = new Uint32Array(this.length * 2);
+      rows.set(this.rows);
+      this.rows = rows;
+      const tfs = new Uint16Array(this.length * 2);
+      tfs.set(this.tfs);
+      this.tfs = tfs;
+    }
+    this.rows[this.length] = row;
+    this.tfs[this.length++] = tf;
+  }
+
+  /** Entries with a row below `rowCount`. */
+  endBelow(rowCount: number): number {
+    const n = this.length;
+    if (n === 0 || this.rows[n - 1] < rowCount) return n;
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.rows[mid] < rowCount) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
+
+/** What appended rows add to one field, shared by every view of a lineage. Only grows. */
+class Tail implements Vocabulary {
+  /** Terms the base lacks; the id of terms[i] is firstId + i. */
+  readonly terms: string[] = [];
+  readonly termIds = new Map<string, number>();
+  readonly lists = new Map<number, TailList>();
+  /** Token count of appended row r at lengths[r - base.rowCount]. */
+  lengths = new Uint32Array(64);
+  /** Rows appended so far end here: only a view with this row count may append. */
+  rowCount: number;
+  private lexicon: Lexicon | null = null;
+
+  constructor(readonly firstId: number, baseRows: number) {
+    this.rowCount = baseRows;
+  }
+
+  setLength(at: number, length: number): void {
+    if (at >= this.lengths.length) {
+      const grown = new Uint32Array(Math.max(at + 1, this.lengths.length * 2));
+      grown.set(this.lengths);
+      this.lengths = grown;
+    }
+    this.lengths[at] = length;
+  }
+
+  lexiconOfTerms(): Lexicon {
+    if (this.lexicon === null) this.lexicon = new Lexicon(this, this.firstId);
+    else this.lexicon.extend();
+    return this.lexicon;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-view dead-holder counts: a persistent 32-ary trie over term ids. A change copies each node
+// it touches once (the node then carries the change's edit token) and edits its copies in place.
+
+interface TrieNode {
+  readonly edit: object;
+  /** Children (inner node) or counts (leaf). */
+  readonly kids: Array<TrieNode | undefined> | null;
+  readonly counts: Int32Array | null;
+}
+
+class DeadCounts {
+  static readonly EMPTY = new DeadCounts(null, 0);
+
+  /** Leaves sit at shift 0; the root covers ids below 32 << shift. */
+  private constructor(private readonly root: TrieNode | null, private readonly shift: number) {}
+
+  get(id: number): number {
+    if (this.root === null || id >>> this.shift >= 32) return 0;
+    let node: TrieNode | undefined = this.root;
+    for (let shift = this.shift; shift > 0 && node !== undefined; shift -= 5) node = node.kids![(id >>> shift) & 31];
+    return node === undefined ? 0 : node.counts![id & 31];
+  }
+
+  /** These counts plus one for each id in `ids` (repeats count again). */
+  plus(ids: ArrayLike<number>): DeadCounts {
+    if (ids.length === 0) return this;
+    const edit = {};
+    let root = this.root;
+    let shift = this.shift;
+    const own = (node: TrieNode | undefined, leaf: boolean): TrieNode => {
+      if (node !== undefined && node.edit === edit) return node;
+      if (leaf) return { edit, kids: null, counts: node ? node.counts!.slice() : new Int32Array(32) };
+      return { edit, kids: node ? node.kids!.slice() : new Array<TrieNode | undefined>(32), counts: null };
+    };
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (root === null) {
+        while (id >>> shift >= 32) shift += 5;
+        root = own(undefined, shift === 0);
+      }
+      while (id >>> shift >= 32) {
+        const kids = new Array<TrieNode | undefined>(32);
+        kids[0] = root;
+        root = { edit, kids, counts: null };
+        shift += 5;
+      }
+      root = own(root, shift === 0);
+      let node = root;
+      for (let s = shift; s > 0; s -= 5) {
+        const slot = (id >>> s) & 31;
+        const kid = own(node.kids![slot], s === 5);
+        node.kids![slot] = kid;
+        node = kid;
+      }
+      node.counts![id & 31]++;
+    }
+    return new DeadCounts(root, shift);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export class SearchView {
+  /** Whether address normalization, prefix and fuzzy matching apply (RawAddressSearchText). */
+  readonly address: boolean;
+
+  private constructor(
+    /** The frozen CSR index of rows [0, base.rowCount). */
+    readonly base: FieldIndex,
+    /** The lineage's appended rows (shared with every view of the lineage). */
+    private readonly tail: Tail,
+    /** Row space size, dead rows included. */
+    readonly rowCount: number,
+    /** Dead bitmap (bit set = dead), null when no row is dead. Read-only. */
+    readonly deadBits: Uint32Array | null,
+    /** Live rows: BM25's N. */
+    readonly liveCount: number,
+    private readonly liveLength: number,
+    /** Mean token count over live rows; 0 when none is live. */
+    readonly avgLength: number,
+    /** Term ids below this are this view's vocabulary. */
+    readonly termCount: number,
+    private readonly deadHolders: DeadCounts,
+  ) {
+    this.address = base.address;
+  }
+
+  /** The generation-0 view: rows [0, index.rowCount), none dead. */
+  static of(index: FieldIndex): SearchView {
+    // avgLength = total / rowCount rounded once, so the product rounds back to the integer total.
+    const total = Math.round(index.avgLength * index.rowCount);
+    const tail = new Tail(index.terms.length, index.rowCount);
+    return new SearchView(index, tail, index.rowCount, null, index.rowCount, total, index.avgLength, index.terms.length, DeadCounts.EMPTY);
+  }
+
+  /** The next generation's view; this one is left as it is. See the file comment for the contract. */
+  next(change: SearchChange): SearchView {
+    const { from, to, dead, removed, tokensOf } = change;
+    const { base } = this;
+    if (from !== this.rowCount || !(to >= from) || !Number.isInteger(to)) {
+      throw new RangeError(`SearchView.next: appended rows [${from}, ${to}) do not start at the view's row count ${this.rowCount}`);
+    }
+    if (dead.length * 32 < to) throw new RangeError(`SearchView.next: the dead bitmap covers ${dead.length * 32} rows, fewer than ${to}`);
+    const { tail } = this;
+    if (to > from && tail.rowCount !== from) throw new Error(`SearchView.next: only the newest view of its lineage (row count ${tail.rowCount}) can append rows; this one has ${from}`);
+    const normalize = this.address ? normalizeAddressToken : null;
+    const read = (row: number, out: string[]): void => {
+      const start = out.length;
+      tokensOf(row, out);
+      if (normalize) for (let i = start; i < out.length; i++) out[i] = normalize(out[i]);
+    };
+
+    // 1. Read every token and resolve it to its term id first (tokensOf is the only outside code),
+    //    checking the change, so that a throw leaves the shared tail untouched. A term new to the
+    //    lineage gets the id it will have once added (ids follow first appearance).
+    const fresh: string[] = [];
+    const freshIds = new Map<string, number>();
+    const idOf = (t: string, adding: boolean): number => {
+      const id = base.termIds.get(t) ?? tail.termIds.get(t) ?? freshIds.get(t);
+      if (id !== undefined || !adding) return id ?? -1;
+      freshIds.set(t, tail.firstId + tail.terms.length + fresh.length);
+      fresh.push(t);
+      return tail.firstId + tail.terms.length + fresh.length - 1;
+    };
+    const tokens: string[] = [];
+    const appendedEnds = new Uint32Array(to - from + 1);
+    for (let row = from; row < to; row++) {
+      read(row, tokens);
+      appendedEnds[row - from + 1] = tokens.length;
+    }
+    const appendedIds = Int32Array.from(tokens, (t) => idOf(t, true));
+    tokens.length = 0;
+    const removedEnds = new Uint32Array(removed.length + 1);
+    const once = new Set<number>();
+    let removedLength = 0;
+    for (let i = 0; i < removed.length; i++) {
+      const row = removed[i];
+      if (!(row >= 0 && row < to) || once.has(row) || ((dead[row >>> 5] >>> (row & 31)) & 1) === 0 || (row < from && this.isDead(row))) {
+        throw new RangeError(`SearchView.next: removed row ${row} is not a row that was alive and is dead now (or is listed twice)`);
+      }
+      once.add(row);
+      const start = tokens.length;
+      read(row, tokens);
+      removedEnds[i + 1] = tokens.length;
+      const length = tokens.length - start;
+      const indexed = row < from ? this.lengthOf(row) : appendedEnds[row - from + 1] - appendedEnds[row - from];
+      if (length !== indexed) throw new Error(`SearchView.next: removed row ${row} has ${length} tokens, but was indexed with ${indexed}`);
+      removedLength += length;
+    }
+    const removedIds = Int32Array.from(tokens, (t) => idOf(t, false));
+    const unknown = removedIds.indexOf(-1);
+    if (unknown >= 0) throw new Error(`SearchView.next: a removed row has the token '${tokens[unknown]}', which it was not indexed with`);
+
+    // 2. Append the new rows to the shared tail: ascending rows keep every tail list ascending.
+    //    A row's term frequencies are the run lengths of its sorted term ids.
+    let appendedLength = 0;
+    if (to > from) {
+      for (const t of fresh) {
+        tail.termIds.set(t, tail.firstId + tail.terms.length);
+        tail.terms.push(t);
+      }
+      for (let row = from; row < to; row++) {
+        const start = appendedEnds[row - from];
+        const end = appendedEnds[row - from + 1];
+        tail.setLength(row - base.rowCount, end - start);
+        appendedLength += end - start;
+        const ids = appendedIds.subarray(start, end).sort();
+        for (let k = 0; k < ids.length; ) {
+          const id = ids[k];
+          let tf = 0;
+          for (; k < ids.length && ids[k] === id; k++) tf++;
+          let list = tail.lists.get(id);
+          if (!list) {
+            list = new TailList();
+            tail.lists.set(id, list);
+          }
+          list.push(row, Math.min(tf, 0xffff));
+        }
+      }
+      tail.rowCount = to;
+    }
+
+    // 3. One dead holder more for each distinct term of each removed row.
+    const deadTerms: number[] = [];
+    for (let i = 0; i < removed.length; i++) {
+      const ids = removedIds.subarray(removedEnds[i], removedEnds[i + 1]).sort();
+      for (let k = 0; k < ids.length; k++) if (k === 0 || ids[k] !== ids[k - 1]) deadTerms.push(ids[k]);
+    }
+
+    const liveCount = this.liveCount + (to - from) - removed.length;
+    const liveLength = this.liveLength + appendedLength - removedLength;
+    return new SearchView(
+      base, tail, to, dead, liveCount, liveLength, liveCount > 0 ? liveLength / liveCount : 0,
+      to > from ? tail.firstId + tail.terms.length : this.termCount, this.deadHolders.plus(deadTerms),
+    );
+  }
+
+  /** Whether the row is not a live row of this view (dead, or beyond its row count). */
+  isDead(row: number): boolean {
+    if (row >= this.rowCount) return true;
+    const dead = this.deadBits;
+    return dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) === 1;
+  }
+
+  /** The view's id of a term (already tokenized and normalized), or -1. */
+  termId(term: string): number {
+    const id = this.base.termIds.get(term);
+    if (id !== undefined) return id;
+    const tailId = this.tail.termIds.get(term);
+    return tailId !== undefined && tailId < this.termCount ? tailId : -1;
+  }
+
+  /** The term of an id below termCount. */
+  termOf(id: number): string {
+    const { terms } = this.base;
+    return id < terms.length ? terms[id] : this.tail.terms[id - terms.length];
+  }
+
+  /** Postings of the term in the base CSR: [start, end) of base.rows (empty for a term the base lacks). */
+  baseStart(id: number): number {
+    return id < this.base.terms.length ? this.base.offsets[id] : 0;
+  }
+
+  baseEnd(id: number): number {
+    return id < this.base.terms.length ? this.base.offsets[id + 1] : 0;
+  }
+
+  /** The term's postings among appended rows of this view, or null when it has none. */
+  tailPostings(id: number): TailPostings | null {
+    const list = this.tail.lists.get(id);
+    if (!list) return null;
+    const end = list.endBelow(this.rowCount);
+    return end === 0 ? null : { rows: list.rows, tfs: list.tfs, end };
+  }
+
+  /** Token counts of appended rows: row r's at [r - base.rowCount] (read only below rowCount). */
+  get tailLengths(): Uint32Array {
+    return this.tail.lengths;
+  }
+
+  /** Postings of the term in base and tail, dead rows included: the planner's cheap size estimate. */
+  postingCount(id: number): number {
+    if (id >= this.termCount) return 0;
+    const list = this.tail.lists.get(id);
+    return this.baseEnd(id) - this.baseStart(id) + (list ? list.endBelow(this.rowCount) : 0);
+  }
+
+  /** Live rows holding the term: BM25's n. */
+  liveDocFreq(id: number): number {
+    return this.postingCount(id) - this.deadHolders.get(id);
+  }
+
+  /** The row's token count (dead rows included). */
+  lengthOf(row: number): number {
+    const baseRows = this.base.rowCount;
+    return row < baseRows ? this.base.lengths[row] : this.tail.lengths[row - baseRows];
+  }
+
+  /** Term frequency of the term in the row, 0 when the row does not hold it (binary search). */
+  tfOf(id: number, row: number): number {
+    const baseRows = this.base.rowCount;
+    if (row < baseRows) {
+      const { rows, tfs } = this.base;
+      const end = this.baseEnd(id);
+      const p = lowerBound(rows, this.baseStart(id), end, row);
+      return p < end && rows[p] === row ? tfs[p] : 0;
+    }
+    const tail = this.tailPostings(id);
+    if (!tail) return 0;
+    const p = lowerBound(tail.rows, 0, tail.end, row);
+    return p < tail.end && tail.rows[p] === row ? tail.tfs[p] : 0;
+  }
+
+  /** Ids of the view's terms starting with `prefix`. */
+  withPrefix(prefix: string, out: number[]): number[] {
+    lexiconOf(this.base).withPrefix(prefix, out);
+    if (this.termCount > this.base.terms.length) this.belowBound(this.tail.lexiconOfTerms().withPrefix(prefix, []), out);
+    return out;
+  }
+
+  /** Ids of the view's fuzzy-eligible terms within one Damerau (OSA) edit of `word`, itself excluded. */
+  withinOneEdit(word: string, out: number[]): number[] {
+    lexiconOf(this.base).withinOneEdit(word, out);
+    if (this.termCount > this.base.terms.length) this.belowBound(this.tail.lexiconOfTerms().withinOneEdit(word, []), out);
+    return out;
+  }
+
+  private belowBound(ids: number[], out: number[]): void {
+    for (const id of ids) if (id < this.termCount) out.push(id);
+  }
+}
+
+/** The first position in rows[from, end) holding a row >= target. */
+export function lowerBound(rows: Uint32Array, from: number, end: number, target: number): number {
+  let lo = from;
+  let hi = end;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid] < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+const views = new WeakMap<FieldIndex, SearchView>();
+/**
+ * A view as given, or the cached generation-0 view of a FieldIndex (callers that still pass the
+ * frozen index: the engine until it holds views per generation).
+ */
+export function asView(index: FieldIndex | SearchView): SearchView {
+  if (index instanceof SearchView) return index;
+  let view = views.get(index);
+  if (!view) {
+    view = SearchView.of(index);
+    views.set(index, view);
+  }
+  return view;
+}
