@@ -13,8 +13,8 @@ import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
 import { StoreAccess, type StoreIndexes, type TableAccess } from './plan/access.js';
-import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
-import { CATALOG, DERIVED_PROPERTY_FIELDS } from './schema/catalog.js';
+import { ChangeWriter, checkOperations, yieldToLoop, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
+import { compactNow, compactSteps, worthCompacting } from './live/compact.js';
 import { RESOURCE_NAMES, type ResourceName } from './schema/types.js';
 import { andOf, answeredBy, chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
 import { compile, type Evaluator } from './exec/compile.js';
@@ -49,6 +49,12 @@ export interface EngineOpenOptions {
    * default 10 minutes). Paging an expired one is a QueryError `SkipTokenExpired`.
    */
   readonly pageSnapshotTtlMs?: number;
+  /**
+   * Start a compaction (`engine.compact()`) once the rows replaced, removed or added since the
+   * last one pass this fraction of a table (default 0.25; at least 1,024 rows); false: only when
+   * asked.
+   */
+  readonly compactFraction?: number | false;
   /** A data directory, or records in memory; defaults to the embedded default data set. */
   readonly data?: string | RecordsInput;
   /**
@@ -118,6 +124,8 @@ type Plan = Omit<Prepared, 'visible' | 'sources' | 'nowMs' | 'gen' | 'token'>;
 
 /** Default time a paged generation stays readable after its last page (pageSnapshotTtlMs). */
 export const PAGE_SNAPSHOT_TTL_MS = 10 * 60_000;
+/** Default EngineOpenOptions.compactFraction. */
+export const COMPACT_FRACTION = 0.25;
 /** Older generations kept for paging at most; past it the least recently paged expires early. */
 export const MAX_PINNED_GENERATIONS = 32;
 
@@ -143,15 +151,23 @@ export class Engine {
   private lastId = 0;
   /** The newest generation whose `access.base` indexes cover exactly its rows (loaded or compacted). */
   private baseId = 0;
+  /** Row counts of that generation's tables (compaction compares the rows appended since). */
+  private baseRows!: Record<ResourceName, number>;
+  /** Whether a compaction the engine started itself is under way. */
+  private compacting = false;
+  private readonly compactFraction: number | false;
 
   private constructor(
     store: Store,
     private readonly clock: () => number,
     indexes?: StoreIndexes,
     pageTtl = PAGE_SNAPSHOT_TTL_MS,
+    compactFraction: number | false = COMPACT_FRACTION,
   ) {
     this.gen = { id: 0, store, access: new StoreAccess(store, indexes) };
     this.instance = fingerprint(store);
+    this.setBase(this.gen);
+    this.compactFraction = compactFraction;
     this.writer = new ChangeWriter(clock, () => ++this.lastId);
     this.pageTtl = pageTtl;
   }
@@ -165,12 +181,12 @@ export class Engine {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const { store, indexes } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes, ttl);
+      return new Engine(store, clock, indexes, ttl, options.compactFraction);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, undefined, ttl);
+    return new Engine(store, clock, undefined, ttl, options.compactFraction);
   }
 
   /** The data set as of now (the newest generation). */
@@ -188,12 +204,14 @@ export class Engine {
    * report, accounts and profiles) to one snapshot file that `Engine.open({ snapshot })` reads
    * back much faster than the data. Synchronous; the file is replaced atomically (a temporary
    * file renamed over it), so `file` never holds a partial snapshot. Returns the file's size.
-   * After changes, the live records are first compacted into freshly built tables and indexes
-   * (see `compact`). Throws a SnapshotError (SnapshotWriteFailed) when it cannot write.
+   * After changes, the newest generation's live rows are written as compacted (see `compact`),
+   * which rebuilds the indexes first (slower). Throws a SnapshotError (SnapshotWriteFailed) when it cannot write.
    */
   save(file: string): { bytes: number } {
-    if (this.gen.id !== this.baseId) this.compact();
-    return writeEngineSnapshot(file, this.gen.store, this.gen.access.base);
+    const g = this.gen;
+    if (g.id === this.baseId) return writeEngineSnapshot(file, g.store, g.access.base);
+    const { store, indexes } = compactNow(g.store, g.access);
+    return writeEngineSnapshot(file, store, indexes);
   }
 
   /**
@@ -223,7 +241,11 @@ export class Engine {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.writer.apply(checked, () => this.gen, (next) => this.publish(next));
+    const done = this.writer.apply(checked, () => this.gen, (next) => this.publish(next));
+    return done.then((summary) => {
+      this.considerCompaction();
+      return summary;
+    });
   }
 
   /** The $skiptoken nextLinks carry now: the data set and the newest generation (paging pins it). */
@@ -263,46 +285,49 @@ export class Engine {
   }
 
   /**
-   * Rewrites the live records into freshly built tables and indexes (no dead rows, no appended
-   * tails), as one new generation. Synchronous: it re-reads every live record (about as long as
-   * loading them). `save` calls it after changes; pinned older generations stay readable.
+   * Rewrites the newest generation's live rows into fresh tables and indexes (dead rows dropped,
+   * appended rows folded into the search postings and KD-trees), published as the next
+   * generation when done. Runs in steps between queries (they keep running on the published
+   * generation), after any change already asked for; changes asked for meanwhile wait for it.
+   * The engine starts one itself after a change leaves more than `compactFraction` of a table
+   * dead or appended (EngineOpenOptions).
    */
-  compact(): void {
-    const g = this.gen;
-    const records: Record<string, unknown[]> = {};
-    const derived = new Set(DERIVED_PROPERTY_FIELDS.map((f) => f.name));
-    for (const r of RESOURCE_NAMES) {
-      const table = g.store.table(r);
-      const access = g.access.of(table);
-      const fields = r === 'Property' ? table.schema.fields.map((f) => f.name).filter((f) => !derived.has(f)) : undefined;
-      const out: unknown[] = [];
-      for (const row of access.keyOrder) {
-        if (access.isDead(row)) continue;
-        const record = table.record(row, fields);
-        for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
-        out.push(record);
+  compact(): Promise<void> {
+    return this.writer.exclusive(async () => {
+      const g = this.gen;
+      if (g.id === this.baseId) return;
+      const steps = compactSteps(g.store, g.access);
+      let next = steps.next();
+      while (!next.done) {
+        await yieldToLoop();
+        next = steps.next();
       }
-      records[r] = out;
-    }
-    const store = loadRecords(records, { now: this.clock, accounts: g.store.accounts ?? undefined, profiles: g.store.profiles ?? undefined });
-    // service_OriginalEntryTimestamp and the DaysOnMarket reference come from the versions seen
-    // before (the first version loaded), not from the live record alone: carried over as they are.
-    const old = g.store.Property;
-    const fresh = store.Property;
-    for (const f of ['service_OriginalEntryTimestamp', 'service_DaysOnMarketReferenceTimestamp'] as const) {
-      const from = old.columnOf(f, 'timestamp')!;
-      const into = fresh.columnOf(f, 'timestamp')!;
-      for (let row = 0; row < fresh.rowCount; row++) {
-        const o = old.rowOfKey(fresh.keyOf(row));
-        into.values[row] = from.values[o];
-        if (getBit(from.validity, o)) into.validity[row >>> 5] |= 1 << (row & 31);
-        else into.validity[row >>> 5] &= ~(1 << (row & 31));
-      }
-    }
-    const compacted: Generation = { id: ++this.lastId, store, access: new StoreAccess(store) };
-    this.writer.rebase();
-    this.baseId = compacted.id;
-    this.publish(compacted);
+      const { store, indexes } = next.value;
+      const compacted: Generation = { id: ++this.lastId, store, access: new StoreAccess(store, indexes) };
+      this.writer.rebase();
+      this.setBase(compacted);
+      this.publish(compacted);
+    });
+  }
+
+  private setBase(g: Generation): void {
+    this.baseId = g.id;
+    this.baseRows = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g.store.table(r).rowCount])) as Record<ResourceName, number>;
+  }
+
+  /** After a change: starts a compaction when the newest generation carries enough dead and appended rows. */
+  private considerCompaction(): void {
+    if (this.compactFraction === false || this.compacting) return;
+    if (!worthCompacting(this.gen.store, this.gen.access, this.baseRows, this.compactFraction)) return;
+    this.compacting = true;
+    this.compact().then(
+      () => (this.compacting = false),
+      (e: unknown) => {
+        this.compacting = false;
+        // A defect, not bad input (the data was valid when it went in): say so, keep serving.
+        process.emitWarning(`reso-engine: compaction failed, the engine keeps its uncompacted data (${e instanceof Error ? e.message : String(e)})`);
+      },
+    );
   }
 
   /** The engine clock's current instant, epoch ms. */

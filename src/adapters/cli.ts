@@ -35,8 +35,7 @@ const USAGE = `Usage:
       into the running engine): a pass at start, then one every --replicate-every SECONDS after
       the previous ended. Each page is one atomic change; queries keep being answered. Records
       the upstream does not list are removed; accounts and profiles stay those of the data set.
-      The data set must have every field the upstream sends (e.g. a replicate --to directory
-      with an accounts.json added). A failed pass is logged to stderr and retried at the next
+      A failed pass is logged to stderr and retried at the next
       interval. The state is in memory: each start begins with a full pass. TOKEN: as for
       replicate (RESO_ENGINE_TOKEN too); an expired token fails every pass until a restart.
   reso-engine query [--data DIR | --snapshot FILE] [--resource Property|Media|OpenHouse]

@@ -152,11 +152,16 @@ export class ChangeWriter {
     this.appenders = null;
   }
 
-  /** Applies the change to `current()` (read when the change starts) and hands the result to `publish`. */
-  apply(operations: readonly ChangeOperation[], current: () => Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
-    const run = this.queue.then(() => this.run(operations, current(), publish));
+  /** Runs `task` when every change and task asked for before it is done; later ones wait for it. */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** Applies the change to `current()` (read when the change starts) and hands the result to `publish`. */
+  apply(operations: readonly ChangeOperation[], current: () => Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+    return this.exclusive(() => this.run(operations, current(), publish));
   }
 
   private async run(operations: readonly ChangeOperation[], g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {

@@ -5,7 +5,7 @@
  * per-value bitsets of dictionary columns (equality and `in`), and
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
-import { getBit } from '../store/bits.js';
+import { getBit, popcount32 } from '../store/bits.js';
 import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
@@ -36,12 +36,23 @@ export class TableAccess {
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, TextIndex>();
   private liveCache: Uint32Array | null = null;
+  private deadCountCache: number | null = null;
 
   constructor(
     readonly table: Table,
     /** The generation's dead rows (bit set: replaced or removed), or null when none is dead. */
     readonly dead: Uint32Array | null = null,
   ) {}
+
+  /** How many rows are dead in this generation. */
+  get deadCount(): number {
+    if (this.deadCountCache === null) {
+      let n = 0;
+      if (this.dead !== null) for (let w = 0; w < this.dead.length; w++) if (this.dead[w] !== 0) n += popcount32(this.dead[w]);
+      this.deadCountCache = n;
+    }
+    return this.deadCountCache;
+  }
 
   /** Whether a row is dead in this generation. */
   isDead(row: number): boolean {

@@ -5,9 +5,8 @@
  * - **Changes**: each `upsert` and `remove` call is one atomic change (`engine.upsert` /
  *   `engine.remove`): a query sees a page of the upstream all applied or not at all. A record the
  *   engine rejects is a BadRecord naming its key and the page's URL, and nothing of the page is
- *   applied. The engine holds only the fields its tables were loaded with (SchemaMismatch):
- *   start it from a data set or snapshot that has every field the upstream sends, such as a
- *   replica directory written by `reso-engine replicate`.
+ *   applied. A field the engine lacks is added by the change; a value of a type its field cannot
+ *   hold is a SchemaMismatch.
  * - **Removals**: `remove('Property', keys)` takes the listings' Media and OpenHouse with them
  *   (the engine does); the children are counted exactly: the live children of each listing,
  *   before the change, that are no longer live after it.
@@ -173,7 +172,7 @@ function badRecord(resource: ReplicatedResource, records: readonly JsonRecord[],
   const record = err.line > 0 ? records[err.line - 1] : err.field === null ? undefined : records.find((r) => r[err.field!] != null);
   const key = record?.[keyOf(resource)];
   const what = typeof key === 'string' ? `${resource} '${key}'` : `a ${resource} record`;
-  const hint = err.code === 'SchemaMismatch' ? ' (the engine holds only the fields its tables were loaded with: start it from data that has them)' : '';
+  const hint = err.code === 'SchemaMismatch' ? ' (a field keeps the type its data gave it)' : '';
   return new ReplicationError('BadRecord', `${what} cannot be stored: ${err.reason}${err.field ? ` (field ${err.field})` : ''}${hint}; nothing of the page was applied`, { url: source, cause: err });
 }
 

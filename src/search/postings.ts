@@ -47,6 +47,25 @@ export function buildFieldIndex(
   textsOf: (row: number, out: string[]) => void,
   options: { address: boolean; tokenized?: boolean },
 ): FieldIndex {
+  const steps = buildFieldIndexSteps(rowCount, textsOf, options);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/** Rows buildFieldIndexSteps reads or writes between two yields. */
+export const BUILD_STEP_ROWS = 16_384;
+
+/**
+ * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of each pass, so a caller
+ * can let other work run while a large index is built (compaction); the return value is the index.
+ */
+export function* buildFieldIndexSteps(
+  rowCount: number,
+  textsOf: (row: number, out: string[]) => void,
+  options: { address: boolean; tokenized?: boolean },
+): Generator<void, FieldIndex, void> {
   const termIds = new Map<string, number>();
   const terms: string[] = [];
   const lengths = new Uint32Array(rowCount);
@@ -62,6 +81,7 @@ export function buildFieldIndex(
   let total = 0;
 
   for (let row = 0; row < rowCount; row++) {
+    if (row % BUILD_STEP_ROWS === BUILD_STEP_ROWS - 1) yield;
     tokens.length = 0;
     if (options.tokenized) textsOf(row, tokens);
     else {
@@ -114,6 +134,7 @@ export function buildFieldIndex(
   const rows = new Uint32Array(postings);
   const tfs = new Uint16Array(postings);
   for (let row = 0; row < rowCount; row++) {
+    if (row % (BUILD_STEP_ROWS * 8) === BUILD_STEP_ROWS * 8 - 1) yield;
     for (let k = rowStart[row]; k < rowStart[row + 1]; k++) {
       const pos = cursor[pairTerms.data[k]]++;
       rows[pos] = row;

@@ -41,7 +41,7 @@
  */
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
-import type { TableSchema } from '../schema/table-schema.js';
+import { TableSchema } from '../schema/table-schema.js';
 import type { FieldDef, ParentLink, ResourceName } from '../schema/types.js';
 import { clearBit, getBit, setBit } from './bits.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
@@ -971,6 +971,50 @@ export class GenerationKeyIndex extends ByteIndex {
   }
 }
 
+/** The part of a stored (not derived, not link) column. */
+function partOf(name: string, c: Column): Part {
+  switch (c.kind) {
+    case 'number':
+    case 'date':
+      return new NumberPart(name, c.kind, c);
+    case 'timestamp':
+      return new TimestampPart(name, c);
+    case 'boolean':
+      return new BooleanPart(name, c);
+    case 'dictionary':
+      return new DictionaryPart(name, c);
+    case 'collection':
+      return new CollectionPart(name, c);
+    case 'text':
+      if (c instanceof Utf8TextColumn) return new TextPart(name, c);
+      break;
+  }
+  throw new Error(`${name}: cannot append to a ${c.kind} column of this class`);
+}
+
+/** A column of `n` nulls of a storage kind (a field a batch adds: older rows had no value). */
+function nullColumn(kind: Column['kind'], n: number): Column {
+  const none = (): Uint32Array => new Uint32Array((n + 31) >>> 5);
+  switch (kind) {
+    case 'number':
+      return new NumberColumn(new Float64Array(n), none());
+    case 'date':
+      return new DateColumn(new Float64Array(n), none());
+    case 'timestamp':
+      return new TimestampColumn(new Float64Array(n), none(), null, [], null);
+    case 'boolean':
+      return new BooleanColumn(none(), none());
+    case 'dictionary':
+      return new DictionaryColumn(new Uint16Array(n), [null]);
+    case 'collection':
+      return new CollectionColumn(new Uint32Array(n + 1), new Uint16Array(0), [], none());
+    case 'text':
+      return new Utf8TextColumn(Buffer.alloc(0), new Uint32Array(n + 1), none());
+    default:
+      throw new Error(`no null column of kind ${kind}`);
+  }
+}
+
 // ---- the appender --------------------------------------------------------------------------------
 
 /**
@@ -979,9 +1023,9 @@ export class GenerationKeyIndex extends ByteIndex {
  */
 export class TableAppender {
   readonly resource: ResourceName;
-  readonly schema: TableSchema;
-  private readonly parts: Part[];
-  private readonly keyAt: number;
+  private schemaNow: TableSchema;
+  private parts: Part[];
+  private keyAt: number;
   private readonly baseIndex: ByteIndex;
   private readonly delta: KeyDelta;
   private readonly clock: () => number;
@@ -989,7 +1033,7 @@ export class TableAppender {
 
   constructor(base: Table) {
     this.resource = base.resource;
-    this.schema = base.schema;
+    this.schemaNow = base.schema;
     this.clock = base.clock;
     this.current = base;
     this.baseIndex = base.keyIndex;
@@ -1000,28 +1044,15 @@ export class TableAppender {
     const timestamps: TimestampPart[] = [];
     const parts = base.schema.fields.map((f, i): Part | null => {
       const c = base.columns[i];
-      switch (c.kind) {
-        case 'number':
-        case 'date': {
-          const p = new NumberPart(f.name, c.kind, c);
-          numbers.push(p);
-          return p;
-        }
-        case 'timestamp': {
-          const p = new TimestampPart(f.name, c);
-          timestamps.push(p);
-          return p;
-        }
-        case 'boolean': return new BooleanPart(f.name, c);
-        case 'dictionary': return new DictionaryPart(f.name, c);
-        case 'collection': return new CollectionPart(f.name, c);
-        case 'text':
-          if (c instanceof Utf8TextColumn) return new TextPart(f.name, c);
-          if (c instanceof ParentKeyColumn && link !== null && link.field === f.name) return new LinkPart(f.name, c, link);
-          throw new Error(`${base.resource}.${f.name}: cannot append to this text column`);
-        default:
-          return null; // derived from other columns: below
+      if (c.kind === 'point' || c.kind === 'daysOnMarket') return null; // derived from other columns: below
+      if (c instanceof ParentKeyColumn) {
+        if (link !== null && link.field === f.name) return new LinkPart(f.name, c, link);
+        throw new Error(`${base.resource}.${f.name}: cannot append to this text column`);
       }
+      const p = partOf(f.name, c);
+      if (p instanceof NumberPart) numbers.push(p);
+      if (p instanceof TimestampPart) timestamps.push(p);
+      return p;
     });
     this.parts = parts.map((p, i) => {
       if (p !== null) return p;
@@ -1036,6 +1067,37 @@ export class TableAppender {
     return this.current;
   }
 
+  /** The newest generation's schema (a batch may add fields). */
+  get schema(): TableSchema {
+    return this.schemaNow;
+  }
+
+  /**
+   * Fields the batch carries values of that the table lacks: each becomes a new column (nulls in
+   * every older row) and the schema gains it, ordered as the loader orders fields, as a data set
+   * whose records carried it from the start would have it. Derived and link fields are never new.
+   */
+  private addFields(batch: Table, m: number): void {
+    const added: FieldDef[] = [];
+    for (const f of batch.schema.fields) {
+      if (this.schemaNow.indexOf(f.name) >= 0) continue;
+      const src = batch.column(f.name)!;
+      if (firstValue(src, m) < 0) continue;
+      if (src.kind === 'point' || src.kind === 'daysOnMarket' || src instanceof ParentKeyColumn) {
+        throw schemaMismatch(this.resource, f.name, `the ${this.resource} table has no field ${f.name}, and it cannot be added by a batch`);
+      }
+      added.push(f);
+    }
+    if (added.length === 0) return;
+    const n = this.current.rowCount;
+    const byName = new Map(this.schemaNow.fields.map((f, i) => [f.name, this.parts[i]]));
+    for (const f of added) byName.set(f.name, partOf(f.name, nullColumn(batch.column(f.name)!.kind, n)));
+    const fields = [...this.schemaNow.fields, ...added];
+    this.schemaNow = new TableSchema(this.resource, this.schemaNow.key, fields.filter((f) => f.origin !== 'local'), fields.filter((f) => f.origin === 'local'));
+    this.parts = this.schemaNow.fields.map((f) => byName.get(f.name)!);
+    this.keyAt = this.schemaNow.indexOf(this.schemaNow.key);
+  }
+
   /**
    * Saves the appender's state; the function returned rolls every append made since back (a
    * change that failed part-way): the newest generation is the one of the checkpoint again, and
@@ -1044,9 +1106,11 @@ export class TableAppender {
    */
   checkpoint(): () => void {
     const table = this.current;
-    const parts = this.parts.map((p) => p.checkpoint());
+    const { schemaNow, parts: partList, keyAt } = this;
+    const parts = partList.map((p) => p.checkpoint());
     return () => {
       for (const restore of parts) restore();
+      Object.assign(this, { schemaNow, parts: partList, keyAt });
       this.delta.truncate(table.rowCount);
       this.current = table;
     };
@@ -1063,13 +1127,18 @@ export class TableAppender {
     if (batch.resource !== resource) throw schemaMismatch(resource, null, `a ${batch.resource} batch cannot be appended to ${resource}`);
     const m = batch.rowCount;
     if (m === 0) return this.current;
-    for (const f of batch.schema.fields) {
-      if (this.schema.indexOf(f.name) >= 0) continue;
-      const row = firstValue(batch.column(f.name)!, m);
-      if (row >= 0) {
-        throw schemaMismatch(resource, f.name, `the ${resource} table has no field ${f.name} (a value at batch row ${row + 1}); a batch may only carry the table's fields`);
-      }
+    const restore = { schemaNow: this.schemaNow, parts: this.parts, keyAt: this.keyAt };
+    this.addFields(batch, m);
+    try {
+      return this.write(batch, m, options);
+    } catch (e) {
+      Object.assign(this, restore); // nothing was written: the fields added for this batch go too
+      throw e;
     }
+  }
+
+  private write(batch: Table, m: number, options: AppendOptions): Table {
+    const resource = this.resource;
     const ctx: Batch = { resource, table: batch, rows: m, parent: options.parent };
     const writes = this.parts.map((part, i) => {
       const def = this.schema.fields[i];
@@ -1093,7 +1162,7 @@ export class TableAppender {
     const columns = this.parts.map((p) => p.column(total));
     const keys = columns[this.keyAt] as Utf8TextColumn;
     this.delta.insert(keys, n, total, this.baseIndex);
-    this.current = new Table(resource, this.schema, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock);
+    this.current = new Table(resource, this.schemaNow, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock);
     return this.current;
   }
 }

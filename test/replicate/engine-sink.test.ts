@@ -183,12 +183,19 @@ describe('replicating into a running engine', () => {
     expect(engine.has('Property', 'PNEW1')).toBe(false);
     expect(engine.generation).toBe(generation);
 
-    // a field the engine's table lacks (none of its records had it)
+    // a field the engine's table lacks (none of its records had it) is added by the page
     const bare = dataset(10, 'engine-sink-bare');
     for (const p of bare.Property) delete p.PublicRemarks;
-    const narrow = new EngineSink(await Engine.open({ data: bare, now }));
-    const wider = [{ ...good, ListingKey: 'PNEW3', PublicRemarks: undefined }, { ...good, ListingKey: 'PNEW4' }];
-    await expect(narrow.upsert('Property', wider, 'http://up.test/p2')).rejects.toThrow(/^Property 'PNEW4' cannot be stored: .*PublicRemarks.*the engine holds only the fields its tables were loaded with/);
+    const narrowEngine = await Engine.open({ data: bare, now });
+    const narrow = new EngineSink(narrowEngine);
+    await narrow.upsert('Property', [{ ...good, ListingKey: 'PNEW3', PublicRemarks: undefined }, { ...good, ListingKey: 'PNEW4' }], 'http://up.test/p2');
+    expect(narrowEngine.query('Property', "$filter=ListingKey eq 'PNEW4'&$select=PublicRemarks").value).toEqual([{ ListingKey: 'PNEW4', PublicRemarks: good.PublicRemarks }]);
+    // a value whose type the table's field cannot hold is a SchemaMismatch: the page is refused whole
+    const local = dataset(10, 'engine-sink-local');
+    local.Property.forEach((p, i) => (p.X_Count = i));
+    const typed = new EngineSink(await Engine.open({ data: local, now }));
+    const mixed = [{ ...good, ListingKey: 'PNEW5', X_Count: 1 }, { ...good, ListingKey: 'PNEW6', X_Count: 'many' }];
+    await expect(typed.upsert('Property', mixed, 'http://up.test/p3')).rejects.toThrow(/^Property 'PNEW6' cannot be stored: .*X_Count.*nothing of the page was applied/);
   });
 });
 
@@ -273,7 +280,8 @@ describe('queries during replication', () => {
   it('never see a half-applied page: each page is one change, seen whole or not at all', async () => {
     const data = dataset(300, 'engine-sink-atomic');
     const upstream = await TestUpstream.open(data);
-    const engine = await Engine.open({ data: dataset(100, 'engine-sink-seed'), now });
+    // no compaction of its own: every generation counted here is a page's change
+    const engine = await Engine.open({ data: dataset(100, 'engine-sink-seed'), now, compactFraction: false });
     const seen: Array<{ resource: ReplicatedResource; records: number; before: number; during: number[]; after: number; generations: number }> = [];
     const count = (r: ReplicatedResource): number => engine.query(r, '$top=0&$count=true')['@odata.count']!;
     class Watched extends EngineSink {

@@ -247,14 +247,31 @@ describe('TableAppender: Property', () => {
     expect(t.columnOf('Location', 'point')!.isNull(t.rowOfKey(props[230].ListingKey as string))).toBe(true);
   });
 
-  it('rejects batch fields the table lacks and types it cannot hold, before writing anything', () => {
+  it('adds the fields a batch carries that the table lacks: nulls in older rows, the loader\'s field order, older tables unchanged', () => {
+    const small = loadRecords({ Property: [listing('A', { X_Str: 'a' })] }, { now }).Property;
+    expect(small.schema.field('BedroomsTotal')).toBeUndefined();
+    const appender = new TableAppender(small);
+    const added = [listing('B', { BedroomsTotal: 3, X_New: 'value', X_Tags: ['p', 'q'], X_When: '2024-01-01T00:00:00Z' }), listing('C', { X_New: 'other' })];
+    const t = appender.append(loadBatch('Property', added, { now }));
+    const inputs = [listing('A', { X_Str: 'a' }), ...added];
+    const types = loadRecords({ Property: inputs }, { now }).Property.schema.fields.map((f) => [f.name, f.type, f.origin]);
+    expect(t.schema.fields.map((f) => [f.name, f.type, f.origin])).toEqual(types);
+    checkNewest(t, oneGo({ Property: inputs }).Property, inputs, ['A', 'B', 'C']);
+    expect(t.record(0).BedroomsTotal).toBeNull();
+    expect(small.schema.field('BedroomsTotal')).toBeUndefined();
+    expect(small.record(0)).toEqual(loadRecords({ Property: [listing('A', { X_Str: 'a' })] }, { now }).Property.record(0));
+    // a batch that fails after its fields were added leaves the schema as it was
+    expect(thrown(() => appender.append(loadBatch('Property', [listing('D', { X_Other: 1, X_Str: 5 })], { now }))).code).toBe('SchemaMismatch');
+    expect(appender.schema.field('X_Other')).toBeUndefined();
+    expect(appender.table).toBe(t);
+  });
+
+  it('rejects batch values of types the table cannot hold, before writing anything', () => {
     const small = loadRecords({
       Property: [listing('A', { X_Int: 1, X_Dec: 1.5, X_Date: '2024-01-01', X_Str: 'a', X_Tags: ['x'], X_When: '2024-01-01T00:00:00Z' })],
     }, { now }).Property;
     const appender = new TableAppender(small);
     const cases: Array<[Rec, string, RegExp]> = [
-      [{ BedroomsTotal: 3 }, 'BedroomsTotal', /Property table has no field BedroomsTotal/],
-      [{ X_New: 'value' }, 'X_New', /no field X_New/],
       [{ X_Int: 1.5 }, 'X_Int', /X_Int is Edm\.Int64 in the Property table; the batch's values are Edm\.Decimal/],
       [{ X_Date: 'not a date' }, 'X_Date', /Edm\.Date .* Edm\.String/],
       [{ X_Date: '2024-01-01T00:00:00Z' }, 'X_Date', /Edm\.Date .* Edm\.DateTimeOffset/],

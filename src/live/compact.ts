@@ -1,0 +1,210 @@
+/**
+ * Compaction (DESIGN.md, "Change"): a generation's live rows rewritten into fresh tables (dead
+ * rows dropped, rows in key order) with fresh indexes (child groupings, search postings, KD-trees),
+ * as the base of the next generation. Columns are gathered array by array — no record is rebuilt
+ * or re-read, so every value, written timestamp style and derived field (a replaced listing's
+ * service_OriginalEntryTimestamp included) stays exactly as it was. Arrays two columns share (the
+ * Location/RawLocation coordinates and Latitude/Longitude, DaysOnMarket and its reference
+ * timestamps) stay shared.
+ *
+ * The work is a generator of steps (one table, one child grouping, a slice of a search field's
+ * postings, one KD-tree), so the engine can run it between queries and yield in between.
+ */
+import { PointIndex } from '../geo/point-index.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
+import { searchTokenSources } from '../search/indexes.js';
+import type { StoreIndexes, StoreAccess, TableAccess } from '../plan/access.js';
+import { CATALOG } from '../schema/catalog.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { getBit, setBit } from '../store/bits.js';
+import { ByteIndex } from '../store/byte-index.js';
+import { hashBytes } from '../store/bytes.js';
+import { buildChildIndex, type ChildIndex } from '../store/children.js';
+import {
+  BooleanColumn, CollectionColumn, DateColumn, DaysOnMarketColumn, DictionaryColumn, NumberColumn, ParentKeyColumn,
+  PointColumn, TimestampColumn, Utf8TextColumn, type Column,
+} from '../store/columns.js';
+import { Store } from '../store/store.js';
+import { Table } from '../store/table.js';
+
+/** A compacted data set: the store and the indexes built over it. */
+export interface Compacted {
+  readonly store: Store;
+  readonly indexes: StoreIndexes;
+}
+
+/**
+ * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
+ * Run every step (each does a bounded piece of work); the generator's return value is the result.
+ */
+export function* compactSteps(store: Store, access: StoreAccess): Generator<void, Compacted, void> {
+  const tables = {} as Record<ResourceName, Table>;
+  // Property first: children link to its new rows.
+  const live = (t: TableAccess): Uint32Array => {
+    const order = t.keyOrder;
+    const out = new Uint32Array(order.length);
+    let n = 0;
+    for (const row of order) if (!t.isDead(row)) out[n++] = row;
+    return out.subarray(0, n);
+  };
+  const oldProperty = store.Property;
+  const propertyAccess = access.of(oldProperty);
+  const propertyRows = live(propertyAccess);
+  tables.Property = gatherTable(oldProperty, propertyRows, null);
+  yield;
+  // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
+  const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
+  propertyRows.forEach((row, i) => (newRowOf[row] = i));
+  const parentMap = (p: number): number => {
+    if (p < 0) return -1;
+    if (newRowOf[p] >= 0) return newRowOf[p];
+    const now = oldProperty.rowOfKey(oldProperty.keyOf(p));
+    return now >= 0 ? newRowOf[now] : -1;
+  };
+  for (const r of CHILD_RESOURCES) {
+    const t = store.table(r);
+    tables[r] = gatherTable(t, live(access.of(t)), { table: tables.Property, map: parentMap });
+    yield;
+  }
+  const children = {} as Record<ChildResourceName, ChildIndex>;
+  for (const r of CHILD_RESOURCES) {
+    const def = CATALOG[r];
+    children[r] = buildChildIndex(tables[r], tables.Property.rowCount, def.parent!.field, def.childOrder);
+    yield;
+  }
+  const compacted = new Store(tables, children, store.report, store.accounts, store.profiles, store.now);
+  const p = compacted.Property;
+  const tokens = searchTokenSources(p);
+  const search = {} as Record<SearchFieldName, FieldIndex>;
+  for (const f of SEARCH_FIELDS) {
+    search[f] = yield* buildFieldIndexSteps(p.rowCount, tokens[f], { address: f === 'RawAddressSearchText', tokenized: true });
+  }
+  const point = (field: 'Location' | 'RawLocation'): PointIndex => {
+    const c = p.columnOf(field, 'point')!;
+    return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
+  };
+  const Location = point('Location');
+  yield;
+  const RawLocation = point('RawLocation');
+  return { store: compacted, indexes: { search, points: { Location, RawLocation } } };
+}
+
+/** Runs compaction to the end at once (snapshots of a changed engine). */
+export function compactNow(store: Store, access: StoreAccess): Compacted {
+  const steps = compactSteps(store, access);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+interface ParentLinkMap {
+  /** The compacted Property table. */
+  readonly table: Table;
+  /** Old Property row -> new row, or -1. */
+  readonly map: (oldRow: number) => number;
+}
+
+/** The table of `rows` of `table`, in that order (column by column; shared arrays stay shared). */
+export function gatherTable(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Table {
+  const n = rows.length;
+  const f64 = new Map<Float64Array, Float64Array>();
+  const bitmaps = new Map<Uint32Array, Uint32Array>();
+  const values = (a: Float64Array): Float64Array => {
+    let out = f64.get(a);
+    if (!out) {
+      out = new Float64Array(n);
+      for (let i = 0; i < n; i++) out[i] = a[rows[i]];
+      f64.set(a, out);
+    }
+    return out;
+  };
+  const bits = (a: Uint32Array): Uint32Array => {
+    let out = bitmaps.get(a);
+    if (!out) {
+      out = new Uint32Array((n + 31) >>> 5);
+      for (let i = 0; i < n; i++) if (getBit(a, rows[i])) setBit(out, i);
+      bitmaps.set(a, out);
+    }
+    return out;
+  };
+  /** A sparse row -> value map, re-keyed by the new rows. */
+  const sparse = <V>(m: ReadonlyMap<number, V> | null): Map<number, V> | null => {
+    if (m === null || m.size === 0) return null;
+    const out = new Map<number, V>();
+    for (let i = 0; i < n; i++) {
+      const v = m.get(rows[i]);
+      if (v !== undefined) out.set(i, v);
+    }
+    return out.size > 0 ? out : null;
+  };
+  const gatherCodes = (codes: Uint16Array | Uint32Array): Uint16Array | Uint32Array => {
+    const out = new (codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(n);
+    for (let i = 0; i < n; i++) out[i] = codes[rows[i]];
+    return out;
+  };
+  const column = (c: Column): Column => {
+    switch (c.kind) {
+      case 'number':
+        return new NumberColumn(values(c.values), bits(c.validity));
+      case 'date':
+        return new DateColumn(values(c.values), bits(c.validity));
+      case 'timestamp': {
+        let styles: Uint16Array | null = null;
+        if (c.styles !== null) {
+          styles = new Uint16Array(n);
+          for (let i = 0; i < n; i++) styles[i] = c.styles[rows[i]];
+        }
+        return new TimestampColumn(values(c.values), bits(c.validity), styles, c.styleTable, sparse(c.exceptions));
+      }
+      case 'boolean':
+        return new BooleanColumn(bits(c.bits), bits(c.validity));
+      case 'dictionary':
+        return new DictionaryColumn(gatherCodes(c.codes), c.dictionary);
+      case 'collection': {
+        const offsets = new Uint32Array(n + 1);
+        for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + c.offsets[rows[i] + 1] - c.offsets[rows[i]];
+        const codes = new (c.codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(offsets[n]);
+        for (let i = 0; i < n; i++) codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]);
+        return new CollectionColumn(offsets, codes, c.dictionary, bits(c.validity));
+      }
+      case 'text': {
+        if (c instanceof ParentKeyColumn) {
+          if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
+          const parentRow = new Int32Array(n);
+          for (let i = 0; i < n; i++) parentRow[i] = parent.map(c.parentRow[rows[i]]);
+          return new ParentKeyColumn(parentRow, parent.table.keyColumn, sparse(c.unlinked));
+        }
+        const t = c as Utf8TextColumn;
+        const offsets = new Uint32Array(n + 1);
+        for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + t.offsets[rows[i] + 1] - t.offsets[rows[i]];
+        const bytes = Buffer.allocUnsafeSlow(offsets[n]);
+        for (let i = 0; i < n; i++) t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]);
+        return new Utf8TextColumn(bytes, offsets, bits(t.validity));
+      }
+      case 'point':
+        return new PointColumn(values(c.lat), values(c.lon), bits(c.validity));
+      case 'daysOnMarket':
+        return new DaysOnMarketColumn(values(c.reference), bits(c.validity));
+    }
+  };
+  // Columns that own arrays first, so that derived columns find them gathered already.
+  const columns = table.columns.map((c) => (c.kind === 'point' || c.kind === 'daysOnMarket' ? null : column(c)));
+  const all = table.columns.map((c, i) => columns[i] ?? column(c));
+  const keys = all[table.schema.indexOf(table.schema.key)] as Utf8TextColumn;
+  const index = new ByteIndex(keys, n);
+  for (let row = 0; row < n; row++) index.add(row, hashBytes(keys.bytes, keys.offsets[row], keys.offsets[row + 1]));
+  return new Table(table.resource, table.schema, all, index, n, table.clock);
+}
+
+/** Whether a generation carries enough dead and appended rows that compacting it pays. */
+export function worthCompacting(store: Store, access: StoreAccess, baseRows: Readonly<Record<ResourceName, number>>, fraction: number): boolean {
+  for (const r of RESOURCE_NAMES) {
+    const t = store.table(r);
+    const dead = access.of(t).deadCount;
+    const appended = t.rowCount - baseRows[r];
+    if (dead + appended > Math.max(1024, fraction * baseRows[r])) return true;
+  }
+  return false;
+}
