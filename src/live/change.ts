@@ -14,8 +14,8 @@
  *    hands its children to its new row; a removed listing's children die with it. A replaced
  *    listing keeps service_OriginalEntryTimestamp of the version loaded first (SERVICE.md §2).
  * 2. The children lists of the listings whose children changed, each in the default order.
- * 3. The next search views (exact BM25 statistics of the live listings) and point views.
- * 4. Each table's access structures carried over (sorted permutations merged, bitsets grown).
+ * 3. Each table's access structures carried over (sorted permutations merged, bitsets grown).
+ * 4. The next search views (exact BM25 statistics of the live listings) and point views.
  * The caller then publishes the new generation by swapping one pointer. Any error before that
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
@@ -311,7 +311,19 @@ export class ChangeWriter {
     }
     await yieldToLoop();
 
-    // 3. search and point views of the new Property generation
+    // 3. access structures carried over
+    const accesses = new Map<Table, TableAccess>();
+    for (const r of RESOURCE_NAMES) {
+      const { access, steps } = access0[r].next(tables[r], dead[r]);
+      accesses.set(tables[r], access);
+      for (const step of steps) {
+        step();
+        await yieldToLoop();
+      }
+    }
+
+    // 4. search and point views of the new Property generation: last, since they extend structures
+    // shared with later generations (a view must extend the newest one), so nothing may fail after
     const property = tables.Property;
     const from = store0.Property.rowCount;
     const to = property.rowCount;
@@ -327,17 +339,6 @@ export class ChangeWriter {
     for (const f of ['Location', 'RawLocation'] as const) {
       const c = property.columnOf(f, 'point')!;
       points[f] = g0.access.points[f].next({ from, to, lon: c.lon, lat: c.lat, has: (row) => getBit(c.validity, row) });
-    }
-
-    // 4. access structures carried over
-    const accesses = new Map<Table, TableAccess>();
-    for (const r of RESOURCE_NAMES) {
-      const { access, steps } = access0[r].next(tables[r], dead[r]);
-      accesses.set(tables[r], access);
-      for (const step of steps) {
-        step();
-        await yieldToLoop();
-      }
     }
 
     const store = new Store(tables, grouped, store0.report, store0.accounts, store0.profiles, store0.now);

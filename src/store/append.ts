@@ -36,7 +36,7 @@
  * `SchemaMismatch` before anything is written; a child whose listing the given Property table
  * lacks is rejected as `MissingParent`, also before anything is written.
  *
- * Not wired into the Engine yet. Appended generations must not be packed for another thread
+ * The engine's ChangeWriter (src/live/change.ts) drives it. Appended generations must not be packed for another thread
  * (transfer.ts transfers, i.e. detaches, buffers the other generations share).
  */
 import { QueryError } from '../errors.js';
