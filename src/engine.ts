@@ -163,12 +163,13 @@ export class Engine {
     indexes?: StoreIndexes,
     pageTtl = PAGE_SNAPSHOT_TTL_MS,
     compactFraction: number | false = COMPACT_FRACTION,
+    firstVersions?: ReadonlyMap<string, number>,
   ) {
     this.gen = { id: 0, store, access: new StoreAccess(store, indexes) };
     this.instance = fingerprint(store);
     this.setBase(this.gen);
     this.compactFraction = compactFraction;
-    this.writer = new ChangeWriter(clock, () => ++this.lastId);
+    this.writer = new ChangeWriter(clock, () => ++this.lastId, firstVersions);
     this.pageTtl = pageTtl;
   }
 
@@ -180,8 +181,8 @@ export class Engine {
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
-      const { store, indexes } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes, ttl, options.compactFraction);
+      const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock);
+      return new Engine(store, clock, indexes, ttl, options.compactFraction, firstVersions);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
@@ -209,9 +210,10 @@ export class Engine {
    */
   save(file: string): { bytes: number } {
     const g = this.gen;
-    if (g.id === this.baseId) return writeEngineSnapshot(file, g.store, g.access.base);
+    const firstVersions = this.writer.firstVersions;
+    if (g.id === this.baseId) return writeEngineSnapshot(file, g.store, g.access.base, firstVersions);
     const { store, indexes } = compactNow(g.store, g.access);
-    return writeEngineSnapshot(file, store, indexes);
+    return writeEngineSnapshot(file, store, indexes, firstVersions);
   }
 
   /**

@@ -47,7 +47,7 @@ export type ChangeOperation =
 export interface ChangeSummary {
   /** The generation the change produced (ids only grow), or the previous one when nothing changed. */
   readonly generation: number;
-  /** Records upserted (new or replacing a record with the same key). */
+  /** Records upserted (new or replacing a record with the same key; each record of the lists, a key given twice counted twice). */
   readonly upserted: number;
   /** Records removed by key (children removed with their listing are not counted). */
   readonly removed: number;
@@ -139,13 +139,19 @@ export class ChangeWriter {
   private appenders: Record<ResourceName, TableAppender> | null = null;
   /** ModificationTimestamp of the first version loaded, for listings replaced since (NaN: it had none). */
   private readonly firstModified = new Map<string, number>();
+  /** firstModified entries a change made, with what they were before it (undone when it fails). */
+  private undo = new Map<string, number | undefined>();
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly clock: () => number,
     /** A new generation id (ids only grow, across changes and compactions). */
     private readonly newId: () => number,
-  ) {}
+    /** First versions' ModificationTimestamps remembered before (a snapshot's). */
+    firstVersions?: ReadonlyMap<string, number>,
+  ) {
+    if (firstVersions !== undefined) for (const [k, v] of firstVersions) this.firstModified.set(k, v);
+  }
 
   /** Forgets the appenders: the next change starts from the tables of the generation it changes (after a compaction). */
   rebase(): void {
@@ -171,17 +177,42 @@ export class ChangeWriter {
       if (appenders[r].table !== store0.table(r)) throw new Error(`the ${r} appender is not at the generation being changed`);
     }
     const rollbacks = RESOURCE_NAMES.map((r) => appenders[r].checkpoint());
-    const firstModifiedBefore = new Map(this.firstModified);
+    this.undo = new Map();
     try {
       const next = await this.build(operations, g0, appenders);
       if (next.generation !== null) publish(next.generation);
       return next.summary;
     } catch (e) {
       for (const rollback of rollbacks) rollback();
-      this.firstModified.clear();
-      for (const [k, v] of firstModifiedBefore) this.firstModified.set(k, v);
+      for (const [key, was] of this.undo) {
+        if (was === undefined) this.firstModified.delete(key);
+        else this.firstModified.set(key, was);
+      }
       throw e;
+    } finally {
+      this.undo = new Map();
     }
+  }
+
+  /**
+   * The ModificationTimestamp of the first version of a listing the engine loaded (NaN: it had
+   * none), remembered the first time the listing is replaced or removed (after that, compaction
+   * drops the row it came from).
+   */
+  private firstModifiedOf(table: Table, key: string, older: number): number {
+    let first = this.firstModified.get(key);
+    if (first === undefined && older >= 0) {
+      const modified = table.columnOf('ModificationTimestamp', 'timestamp');
+      first = modified && getBit(modified.validity, older) ? modified.values[older] : NaN;
+      if (!this.undo.has(key)) this.undo.set(key, undefined);
+      this.firstModified.set(key, first);
+    }
+    return first ?? NaN;
+  }
+
+  /** The first versions' ModificationTimestamps remembered so far (snapshots keep them). */
+  get firstVersions(): ReadonlyMap<string, number> {
+    return this.firstModified;
   }
 
   private async build(operations: readonly ChangeOperation[], g0: Generation, appenders: Record<ResourceName, TableAppender>): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
@@ -207,6 +238,8 @@ export class ChangeWriter {
     const kill = (r: ResourceName, row: number): void => {
       killed[r].add(row);
       if (r === 'Property') {
+        // a listing added again later is still the record first loaded (SERVICE.md §2)
+        this.firstModifiedOf(tables.Property, tables.Property.keyOf(row), row);
         for (const c of CHILD_RESOURCES) {
           for (const child of Array.from(children[c].of(row))) if (!isDead(c, child)) killed[c].add(child);
           children[c].drop(row);
@@ -231,9 +264,11 @@ export class ChangeWriter {
         continue;
       }
       const def = CATALOG[r];
-      for (let at = 0; at < op.upsert.length; at += CHUNK_RECORDS) {
-        const records = op.upsert.slice(at, at + CHUNK_RECORDS);
-        const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), at);
+      const { records: upserts, numbers } = lastVersions(op.upsert, def.key);
+      upserted += op.upsert.length;
+      for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
+        const records = upserts.slice(at, at + CHUNK_RECORDS);
+        const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), (line) => numbers[at + line - 1]);
         const before = tables[r];
         const after = appenders[r].append(batch, def.parent ? { parent: tables.Property } : {});
         tables[r] = after;
@@ -242,11 +277,10 @@ export class ChangeWriter {
         const inChunk = new Map<string, number>();
         for (let row = before.rowCount; row < after.rowCount; row++) {
           const key = after.keyOf(row);
-          upserted++;
           const old = inChunk.get(key) ?? before.rowOfKey(key);
           inChunk.set(key, row);
           if (r === 'Property') {
-            if (old >= 0) this.keepFirstEntry(after, key, old, row);
+            if (old >= 0 || this.firstModified.has(key)) this.keepFirstEntry(after, key, old, row);
             if (old >= 0 && !isDead(r, old)) {
               killed[r].add(old);
               for (const c of CHILD_RESOURCES) children[c].move(old, row);
@@ -259,7 +293,7 @@ export class ChangeWriter {
           const p = link.parentRow[row];
           if (p >= 0 && isDead('Property', p)) {
             throw new DataError({
-              code: 'MissingParent', file: `${r} records`, line: at + row - before.rowCount + 1, field: def.parent!.field,
+              code: 'MissingParent', file: `${r} records`, line: numbers[at + row - before.rowCount], field: def.parent!.field,
               reason: `${def.parent!.field} '${link.get(row)}' names a listing that was removed`,
             });
           }
@@ -356,12 +390,7 @@ export class ChangeWriter {
    */
   private keepFirstEntry(table: Table, key: string, older: number, row: number): void {
     const ts = (f: string) => table.columnOf(f, 'timestamp');
-    const modified = ts('ModificationTimestamp');
-    let first = this.firstModified.get(key);
-    if (first === undefined) {
-      first = modified && getBit(modified.validity, older) ? modified.values[older] : NaN;
-      this.firstModified.set(key, first);
-    }
+    const first = this.firstModifiedOf(table, key, older);
     const entry = ts('OriginalEntryTimestamp');
     if (entry && getBit(entry.validity, row)) return;
     const contract = table.columnOf('ListingContractDate', 'date');
@@ -384,12 +413,35 @@ export class ChangeWriter {
   }
 }
 
-/** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk). */
-function renumbered<T>(read: () => T, offset: number): T {
+/**
+ * The records of an upsert list with only the last version of each key (an earlier version of the
+ * same key in one list is replaced at once: the loader would refuse it as a DuplicateKey), and
+ * each kept record's 1-based number in the list. Records without a string key stay, for the
+ * loader to report.
+ */
+function lastVersions(records: readonly unknown[], key: string): { records: unknown[]; numbers: number[] } {
+  const last = new Map<string, number>();
+  records.forEach((r, i) => {
+    const k = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined;
+    if (typeof k === 'string') last.set(k, i);
+  });
+  const kept: unknown[] = [];
+  const numbers: number[] = [];
+  records.forEach((r, i) => {
+    const k = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined;
+    if (typeof k === 'string' && last.get(k) !== i) return;
+    kept.push(r);
+    numbers.push(i + 1);
+  });
+  return { records: kept, numbers };
+}
+
+/** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
+function renumbered<T>(read: () => T, number: (line: number) => number): T {
   try {
     return read();
   } catch (e) {
-    if (e instanceof DataError && offset > 0 && e.line > 0) throw new DataError({ code: e.code, file: e.file, line: e.line + offset, field: e.field, reason: e.reason });
+    if (e instanceof DataError && e.line > 0) throw new DataError({ code: e.code, file: e.file, line: number(e.line), field: e.field, reason: e.reason });
     throw e;
   }
 }

@@ -96,6 +96,12 @@ interface EngineMeta {
   report: LoadReport;
   accounts: unknown;
   profiles: unknown;
+  /**
+   * The ModificationTimestamp of the first version of each listing replaced or removed since it
+   * was loaded (null: it had none), which service_OriginalEntryTimestamp of a later version uses
+   * (DESIGN.md, "Change"). Absent in snapshots of unchanged engines.
+   */
+  firstVersions?: Array<[string, number | null]>;
 }
 
 // ---- writing ------------------------------------------------------------------------------------
@@ -145,7 +151,7 @@ function encodeColumn(c: Column, at: string, out: ArrayCollector): ColumnMeta {
 }
 
 /** The container contents of an engine's store and indexes (views of the live arrays, no copies). */
-export function encodeEngine(store: Store, indexes: StoreIndexes): { meta: EngineMeta; arrays: Map<string, SnapshotArray> } {
+export function encodeEngine(store: Store, indexes: StoreIndexes, firstVersions?: ReadonlyMap<string, number>): { meta: EngineMeta; arrays: Map<string, SnapshotArray> } {
   const out = new ArrayCollector();
   const tables = {} as Record<ResourceName, TableMeta>;
   for (const r of RESOURCE_NAMES) {
@@ -181,15 +187,16 @@ export function encodeEngine(store: Store, indexes: StoreIndexes): { meta: Engin
   const meta: EngineMeta = {
     kind: ENGINE_SNAPSHOT_KIND, version: ENGINE_SNAPSHOT_VERSION, tables, children, search, points,
     report: store.report, accounts: store.accounts, profiles: store.profiles,
+    ...(firstVersions !== undefined && firstVersions.size > 0 ? { firstVersions: [...firstVersions].map(([k, v]): [string, number | null] => [k, v === v ? v : null]) } : {}),
   };
   return { meta, arrays: out.arrays };
 }
 
 /** Writes the engine's state to `file` atomically (file.ts); returns the file's size in bytes. */
-export function writeEngineSnapshot(file: string, store: Store, indexes: StoreIndexes): { bytes: number } {
+export function writeEngineSnapshot(file: string, store: Store, indexes: StoreIndexes, firstVersions?: ReadonlyMap<string, number>): { bytes: number } {
   let contents: ReturnType<typeof encodeEngine>;
   try {
-    contents = encodeEngine(store, indexes);
+    contents = encodeEngine(store, indexes, firstVersions);
   } catch (e) {
     throw new SnapshotError('SnapshotWriteFailed', file, `cannot describe the engine (${e instanceof Error ? e.message : String(e)}); nothing was written`, e);
   }
@@ -462,7 +469,7 @@ function decodeFieldIndex(field: SearchFieldName, v: unknown, listings: number, 
 }
 
 /** The Store and indexes of a snapshot's contents, or a Reject. */
-function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, SnapshotArray> }, clock: () => number): { store: Store; indexes: StoreIndexes } {
+function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, SnapshotArray> }, clock: () => number): RestoredEngine {
   const meta = contents.meta;
   if (typeof meta !== 'object' || meta === null || (meta as Obj).kind !== ENGINE_SNAPSHOT_KIND) {
     throw new Reject('SnapshotForeign', 'not an engine snapshot (a snapshot container written by something else)');
@@ -526,19 +533,35 @@ function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, Sna
   const accounts = config(m.accounts, checkAccounts, 'accounts.json');
   const profiles = config(m.profiles, checkProfiles, 'mls_profiles.json');
   const store = new Store(tables, children, report as unknown as LoadReport, accounts, profiles, clock);
-  return { store, indexes: { search, points } };
+  const firstVersions = new Map<string, number>();
+  if (m.firstVersions !== undefined) {
+    if (!Array.isArray(m.firstVersions)) corrupt('firstVersions is not a list');
+    for (const e of m.firstVersions as unknown[]) {
+      if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string' || !(e[1] === null || Number.isFinite(e[1]))) corrupt('a firstVersions entry is not [key, timestamp or null]');
+      const [key, ms] = e as [string, number | null];
+      firstVersions.set(key, ms ?? NaN);
+    }
+  }
+  return { store, indexes: { search, points }, firstVersions };
+}
+
+/** What a snapshot holds: the store, its indexes, and the change writer's memory of first versions. */
+export interface RestoredEngine {
+  readonly store: Store;
+  readonly indexes: StoreIndexes;
+  readonly firstVersions: ReadonlyMap<string, number>;
 }
 
 /**
  * Reads a snapshot written by writeEngineSnapshot: the store (with `clock` as its clock) and its
  * indexes. Throws a SnapshotError for anything wrong with the file or what it describes.
  */
-export function readEngineSnapshot(file: string, clock: () => number): { store: Store; indexes: StoreIndexes } {
+export function readEngineSnapshot(file: string, clock: () => number): RestoredEngine {
   return restoreEngine(file, readSnapshotFile(file), clock);
 }
 
 /** The engine half of readEngineSnapshot, on contents already read from `file` (benchmarks time the halves). */
-export function restoreEngine(file: string, contents: SnapshotContents, clock: () => number): { store: Store; indexes: StoreIndexes } {
+export function restoreEngine(file: string, contents: SnapshotContents, clock: () => number): RestoredEngine {
   try {
     return decodeEngine(contents, clock);
   } catch (e) {
