@@ -44,8 +44,8 @@ const SKIP_GROUPS: readonly SkipGroup[] = [
     applies: re(/(^|&)\$[a-z]*[A-Z]/),
   },
   {
-    reason: 'options the service does not offer: $search, $compute, $index, $levels, $schemaversion, $id, $skiptoken, $deltatoken; nested $expand/$count/$apply/$search inside $expand',
-    applies: re(/(^|[&(;])\$(search|compute|index|levels|schemaversion|id|skiptoken|deltatoken)=|[(;]\$(expand|count|apply|search)=/),
+    reason: 'options the service does not offer: $search, $compute, $index, $levels, $schemaversion, $id, $deltatoken; nested $expand/$count/$apply/$search inside $expand',
+    applies: re(/(^|[&(;])\$(search|compute|index|levels|schemaversion|id|deltatoken)=|[(;]\$(expand|count|apply|search)=/),
   },
   { reason: 'parameter aliases (@p) and annotations (@Ns.Term) are not supported', applies: re(/@/) },
   { reason: 'implicit variables $it, $this, $these and $root paths are not supported', applies: re(/\$(it|this|these|root)\b/) },

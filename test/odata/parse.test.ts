@@ -427,7 +427,7 @@ describe('$select', () => {
   });
 });
 
-describe('$top, $skip, $count, $ignorenulls, $format', () => {
+describe('$top, $skip, $skiptoken, $count, $ignorenulls, $format', () => {
   it('parses their values', () => {
     expect(parseQuery('$top=0&$skip=40&$count=true&$ignorenulls=false&$format=json')).toEqual({
       top: 0,
@@ -437,6 +437,9 @@ describe('$top, $skip, $count, $ignorenulls, $format', () => {
       format: 'json',
     });
     expect(parseQuery('$top=007').top).toBe(7);
+    // opaque to the parser; the engine says whether it knows the token
+    expect(parseQuery('$skip=10&$skiptoken=8f6f11fb-3').skiptoken).toBe('8f6f11fb-3');
+    expect(parseQuery("$skiptoken=a'b(c").skiptoken).toBe("a'b(c");
     expect(parseQuery('$format=application/json;odata.metadata=minimal').format).toBe('application/json;odata.metadata=minimal');
   });
 
@@ -455,6 +458,9 @@ describe('$top, $skip, $count, $ignorenulls, $format', () => {
     ['$count', '$count', 'InvalidSyntax', 0],
     ['$ignorenulls=1', '$ignorenulls', 'InvalidSyntax', 0],
     ['$format=', '$format', 'InvalidSyntax', 0],
+    ['$skiptoken=', '$skiptoken', 'InvalidSyntax', 0],
+    ['$skiptoken', '$skiptoken', 'InvalidSyntax', 0],
+    ['$skiptoken=a&$skiptoken=b', '$skiptoken', 'RepeatedQueryOption', undefined],
   ] as const)('%j fails: %s %s at %i', (text, option, code, position) => {
     expect(queryErrorOf(() => parseQuery(text))).toMatchObject({ code, option, position });
   });
