@@ -348,6 +348,10 @@ export class ChangeWriter {
     // 3. access structures carried over
     const accesses = new Map<Table, TableAccess>();
     for (const r of RESOURCE_NAMES) {
+      if (tables[r] === store0.table(r) && killed[r].size === 0) {
+        accesses.set(tables[r], access0[r]); // unchanged: the same structures serve
+        continue;
+      }
       const { access, steps } = access0[r].next(tables[r], dead[r]);
       accesses.set(tables[r], access);
       for (const step of steps) {
