@@ -38,6 +38,8 @@ import { DAY_MS } from '../store/temporal.js';
 
 /** Records read and appended per step. */
 export const CHUNK_RECORDS = 512;
+/** Listings a search view takes in (appended) or out (removed), or whose children are sorted, per step. */
+const SEARCH_STEP_ROWS = 1024;
 
 /** One operation of a change. */
 export type ChangeOperation =
@@ -266,6 +268,10 @@ export class ChangeWriter {
       const def = CATALOG[r];
       const { records: upserts, numbers } = lastVersions(op.upsert, def.key);
       upserted += op.upsert.length;
+      for (const step of appenders[r].reserveSteps(upserts.length)) {
+        step();
+        await yieldToLoop();
+      }
       for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
         const records = upserts.slice(at, at + CHUNK_RECORDS);
         const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), (line) => numbers[at + line - 1]);
@@ -313,6 +319,7 @@ export class ChangeWriter {
       const lists = children[c];
       const compare = childComparator(tables[c], CATALOG[c].childOrder);
       const changed = new Map<number, Uint32Array>();
+      let sorted = 0;
       for (const [p, list] of lists.lists) {
         if (isDead('Property', p)) continue;
         if (!lists.dirty.has(p) && list instanceof Uint32Array) {
@@ -321,11 +328,13 @@ export class ChangeWriter {
         }
         const live = Array.from(list).filter((row) => !isDead(c, row));
         changed.set(p, Uint32Array.from(live).sort(compare));
+        if (++sorted % SEARCH_STEP_ROWS === 0) await yieldToLoop();
       }
       for (const p of lists.dirty) {
         if (changed.has(p) || isDead('Property', p)) continue;
         const live = Array.from(lists.of(p)).filter((row) => !isDead(c, row));
         changed.set(p, Uint32Array.from(live).sort(compare));
+        if (++sorted % SEARCH_STEP_ROWS === 0) await yieldToLoop();
       }
       grouped[c] = new ChildOverlay(lists.base, changed);
     }
@@ -368,10 +377,35 @@ export class ChangeWriter {
     const propertyDead = dead.Property ?? new Uint32Array((to + 31) >>> 5);
     const removedRows = Uint32Array.from(killed.Property);
     const tokens = searchTokenSources(property);
+    // A view's next() reads every token of the rows it adds and removes: in slices of SEARCH_STEP_ROWS
+    // rows, appended ranges first (no new dead rows yet), then removals, each slice a view of its
+    // own over the dead rows so far, so no step holds the event loop for long.
+    const wasDead = access0.Property.dead;
+    const deadSoFar = (removedUpTo: number, rows: number): Uint32Array => {
+      if (removedUpTo === removedRows.length && rows === to) return propertyDead;
+      const bits = new Uint32Array((rows + 31) >>> 5);
+      if (wasDead !== null) bits.set(wasDead.subarray(0, Math.min(wasDead.length, bits.length)));
+      for (let i = 0; i < removedUpTo; i++) setBit(bits, removedRows[i]);
+      return bits;
+    };
+    const slices: Array<{ from: number; to: number; removed: Uint32Array; dead: () => Uint32Array }> = [];
+    for (let a = from; a < to; a += SEARCH_STEP_ROWS) {
+      const end = Math.min(to, a + SEARCH_STEP_ROWS);
+      slices.push({ from: a, to: end, removed: removedRows.subarray(0, 0), dead: () => deadSoFar(0, end) });
+    }
+    for (let k = 0; k < removedRows.length; k += SEARCH_STEP_ROWS) {
+      const end = Math.min(removedRows.length, k + SEARCH_STEP_ROWS);
+      slices.push({ from: to, to, removed: removedRows.subarray(k, end), dead: () => deadSoFar(end, to) });
+    }
+    if (slices.length === 0) slices.push({ from, to, removed: removedRows, dead: () => propertyDead });
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
-      search[f] = g0.access.search[f].next({ from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] });
-      await yieldToLoop();
+      let view = g0.access.search[f];
+      for (const slice of slices) {
+        view = view.next({ from: slice.from, to: slice.to, dead: slice.dead(), removed: slice.removed, tokensOf: tokens[f] });
+        await yieldToLoop();
+      }
+      search[f] = view;
     }
     const points = {} as Record<'Location' | 'RawLocation', PointView>;
     for (const f of ['Location', 'RawLocation'] as const) {

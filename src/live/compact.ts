@@ -20,7 +20,7 @@ import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceN
 import { getBit, setBit } from '../store/bits.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
-import { buildChildIndex, type ChildIndex } from '../store/children.js';
+import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
 import {
   BooleanColumn, CollectionColumn, DateColumn, DaysOnMarketColumn, DictionaryColumn, NumberColumn, ParentKeyColumn,
   PointColumn, TimestampColumn, Utf8TextColumn, type Column,
@@ -51,8 +51,7 @@ export function* compactSteps(store: Store, access: StoreAccess): Generator<void
   const oldProperty = store.Property;
   const propertyAccess = access.of(oldProperty);
   const propertyRows = live(propertyAccess);
-  tables.Property = gatherTable(oldProperty, propertyRows, null);
-  yield;
+  tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
   propertyRows.forEach((row, i) => (newRowOf[row] = i));
@@ -64,14 +63,12 @@ export function* compactSteps(store: Store, access: StoreAccess): Generator<void
   };
   for (const r of CHILD_RESOURCES) {
     const t = store.table(r);
-    tables[r] = gatherTable(t, live(access.of(t)), { table: tables.Property, map: parentMap });
-    yield;
+    tables[r] = yield* gatherTableSteps(t, live(access.of(t)), { table: tables.Property, map: parentMap });
   }
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];
-    children[r] = buildChildIndex(tables[r], tables.Property.rowCount, def.parent!.field, def.childOrder);
-    yield;
+    children[r] = yield* buildChildIndexSteps(tables[r], tables.Property.rowCount, def.parent!.field, def.childOrder);
   }
   const compacted = new Store(tables, children, store.report, store.accounts, store.profiles, store.now);
   const p = compacted.Property;
@@ -106,8 +103,14 @@ interface ParentLinkMap {
   readonly map: (oldRow: number) => number;
 }
 
-/** The table of `rows` of `table`, in that order (column by column; shared arrays stay shared). */
-export function gatherTable(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Table {
+/** Rows of one column gathered, or keys indexed, between two yields. */
+const GATHER_STEP_ROWS = 1 << 20;
+
+/**
+ * The table of `rows` of `table`, in that order (column by column; shared arrays stay shared), as
+ * steps: it yields after each column and every GATHER_STEP_ROWS keys indexed.
+ */
+export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Generator<void, Table, void> {
   const n = rows.length;
   const f64 = new Map<Float64Array, Float64Array>();
   const bitmaps = new Map<Uint32Array, Uint32Array>();
@@ -190,12 +193,22 @@ export function gatherTable(table: Table, rows: Uint32Array, parent: ParentLinkM
     }
   };
   // Columns that own arrays first, so that derived columns find them gathered already.
-  const columns = table.columns.map((c) => (c.kind === 'point' || c.kind === 'daysOnMarket' ? null : column(c)));
-  const all = table.columns.map((c, i) => columns[i] ?? column(c));
+  const all: Array<Column | null> = table.columns.map(() => null);
+  for (const derived of [false, true]) {
+    for (let i = 0; i < all.length; i++) {
+      const c = table.columns[i];
+      if ((c.kind === 'point' || c.kind === 'daysOnMarket') !== derived) continue;
+      all[i] = column(c);
+      yield;
+    }
+  }
   const keys = all[table.schema.indexOf(table.schema.key)] as Utf8TextColumn;
   const index = new ByteIndex(keys, n);
-  for (let row = 0; row < n; row++) index.add(row, hashBytes(keys.bytes, keys.offsets[row], keys.offsets[row + 1]));
-  return new Table(table.resource, table.schema, all, index, n, table.clock);
+  for (let row = 0; row < n; row++) {
+    index.add(row, hashBytes(keys.bytes, keys.offsets[row], keys.offsets[row + 1]));
+    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+  }
+  return new Table(table.resource, table.schema, all as Column[], index, n, table.clock);
 }
 
 /** Whether a generation carries enough dead and appended rows that compacting it pays. */

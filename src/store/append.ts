@@ -254,6 +254,13 @@ abstract class Part {
 
   protected abstract build(n: number): Column;
 
+  /**
+   * Makes room in the backing arrays for m rows after the first n, as the write of an append of m
+   * rows would (the first time: copying the loaded segment's arrays), writing nothing: a caller
+   * can then spread the copies over several steps.
+   */
+  reserve(_n: number, _m: number): void {}
+
   /** Saves the state appends change beyond the arrays; the function returned restores it. */
   checkpoint(): () => void {
     return () => {
@@ -278,6 +285,11 @@ class NumberPart extends Part {
     this.baseValues = base.values;
     this.numbers = new Backing(base.values);
     this.validity = new Bits(base.validity);
+  }
+
+  override reserve(n: number, m: number): void {
+    this.numbers.room(n, n + m);
+    this.validity.room(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -325,6 +337,12 @@ class TimestampPart extends Part {
     this.styles = base.styles === null ? null : new Backing(base.styles);
     this.styleTable = base.styleTable;
     this.exceptions = base.exceptions;
+  }
+
+  override reserve(n: number, m: number): void {
+    this.values.room(n, n + m);
+    this.validity.room(n, n + m);
+    this.styles?.room(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -400,6 +418,11 @@ class BooleanPart extends Part {
     super(field);
     this.bits = new Bits(base.bits);
     this.validity = new Bits(base.validity);
+  }
+
+  override reserve(n: number, m: number): void {
+    this.bits.room(n, n + m);
+    this.validity.room(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -502,6 +525,10 @@ class DictionaryPart extends Part {
     this.dict = new Codes(base.dictionary, 1);
   }
 
+  override reserve(n: number, m: number): void {
+    this.codes.room(n, n + m);
+  }
+
   prepare(src: Column | null, batch: Batch): Write {
     const strings = src === null || src.kind === 'dictionary' ? null : stringsOf(src);
     if (src !== null && src.kind !== 'dictionary' && strings === null) throw this.cannotHold(batch, 'strings', src);
@@ -542,6 +569,12 @@ class CollectionPart extends Part {
     this.codes = new Backing<Uint16Array | Uint32Array>(base.codes);
     this.validity = new Bits(base.validity);
     this.dict = new Codes(base.dictionary, 0);
+  }
+
+  override reserve(n: number, m: number): void {
+    const at = this.offsets.room(n + 1, n + m + 1)[n];
+    this.validity.room(n, n + m);
+    this.codes.room(at, at);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -586,6 +619,12 @@ class TextPart extends Part {
     this.bytes = new ByteBacking(base.bytes);
     this.offsets = new Backing(base.offsets);
     this.validity = new Bits(base.validity);
+  }
+
+  override reserve(n: number, m: number): void {
+    const end = this.offsets.room(n + 1, n + m + 1)[n];
+    this.validity.room(n, n + m);
+    this.bytes.room(end, end);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -635,6 +674,10 @@ class LinkPart extends Part {
     super(field);
     this.parentRow = new Backing(base.parentRow);
     this.unlinked = base.unlinked;
+  }
+
+  override reserve(n: number, m: number): void {
+    this.parentRow.room(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -738,6 +781,11 @@ class PointPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
+  override reserve(n: number, m: number): void {
+    for (const own of [this.lat, this.lon]) if (own instanceof Backing) own.room(n, n + m);
+    this.validity.room(n, n + m);
+  }
+
   prepare(src: Column | null, batch: Batch): Write {
     if (src !== null && src.kind !== 'point') throw this.cannotHold(batch, 'point', src);
     const m = batch.rows;
@@ -772,6 +820,12 @@ class DaysOnMarketPart extends Part {
     this.owner = owners.find((p) => p.baseValues === base.reference && p.baseValidity === base.validity) ?? null;
     this.reference = new Backing(base.reference);
     this.validity = new Bits(base.validity);
+  }
+
+  override reserve(n: number, m: number): void {
+    if (this.owner !== null) return;
+    this.reference.room(n, n + m);
+    this.validity.room(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -1065,6 +1119,16 @@ export class TableAppender {
   /** The newest generation. */
   get table(): Table {
     return this.current;
+  }
+
+  /**
+   * One step per column that makes room for `m` more rows (reserve): an upsert runs them, with the
+   * event loop yielded between, before its first append, so the first append after a load (which
+   * copies every column of the loaded segment) or a doubling does not copy them all at once.
+   */
+  reserveSteps(m: number): Array<() => void> {
+    const n = this.current.rowCount;
+    return this.parts.map((part) => () => part.reserve(n, m));
   }
 
   /** The newest generation's schema (a batch may add fields). */

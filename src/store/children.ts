@@ -47,6 +47,18 @@ interface SortKey {
 }
 
 export function buildChildIndex(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): ChildIndex {
+  const steps = buildChildIndexSteps(child, parentCount, linkField, order);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/** Listings whose children buildChildIndexSteps sorts between two yields. */
+const SORT_STEP_PARENTS = 1 << 16;
+
+/** buildChildIndex as steps (compaction): it yields after grouping and every SORT_STEP_PARENTS listings sorted. */
+export function* buildChildIndexSteps(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): Generator<void, ChildIndex, void> {
   const offsets = new Uint32Array(parentCount + 1);
   const link = child.column(linkField);
   if (!(link instanceof ParentKeyColumn)) return new ChildIndex(offsets, new Uint32Array(0));
@@ -69,8 +81,10 @@ export function buildChildIndex(child: Table, parentCount: number, linkField: st
   }
 
   const compare = childComparator(child, order);
+  yield;
 
   for (let p = 0; p < parentCount; p++) {
+    if (p % SORT_STEP_PARENTS === SORT_STEP_PARENTS - 1) yield;
     const s = offsets[p];
     const e = offsets[p + 1];
     if (e - s < 2) continue;
