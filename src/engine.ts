@@ -178,6 +178,10 @@ export class Engine {
     const clock = now ? () => now().getTime() : () => Date.now();
     const ttl = options.pageSnapshotTtlMs;
     if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0)) throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
+    const fraction = options.compactFraction;
+    if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
+      throw new TypeError('Engine.open: compactFraction must be a fraction above 0 (of a table\'s rows), or false.');
+    }
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');

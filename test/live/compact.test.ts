@@ -125,3 +125,15 @@ describe('compaction', () => {
     expect(e.query('Property', decodeURIComponent(link.slice(link.indexOf('?') + 1)))).toEqual(page2);
   });
 });
+
+describe('options of live data', () => {
+  it('rejects a compactFraction or pageSnapshotTtlMs that is not one', async () => {
+    const records = data(3, 'compact-options');
+    for (const compactFraction of [0, -0.5, Number.NaN, '0.2', true]) {
+      await expect(Engine.open({ data: records, compactFraction: compactFraction as number })).rejects.toThrow(/compactFraction must be a fraction above 0/);
+    }
+    await expect(Engine.open({ data: records, pageSnapshotTtlMs: -1 })).rejects.toThrow(/pageSnapshotTtlMs must be a number/);
+    const e = await Engine.open({ data: records, compactFraction: false, pageSnapshotTtlMs: 0 });
+    expect(e.generation).toBe(0);
+  });
+});
