@@ -126,8 +126,12 @@ type Plan = Omit<Prepared, 'visible' | 'sources' | 'nowMs' | 'gen' | 'token'>;
 export const PAGE_SNAPSHOT_TTL_MS = 10 * 60_000;
 /** Default EngineOpenOptions.compactFraction. */
 export const COMPACT_FRACTION = 0.25;
-/** Older generations kept for paging at most; past it the least recently paged expires early. */
-export const MAX_PINNED_GENERATIONS = 32;
+/**
+ * Older generations kept for paging at most; past it the least recently paged expires early. Each
+ * keeps the structures built for it (at 1M listings, tens of MB: its key order and rank, sorted
+ * permutations, bitsets, dead rows), so the bound is a memory bound.
+ */
+export const MAX_PINNED_GENERATIONS = 8;
 
 /** Plans kept for repeated query texts (least recently used dropped first). */
 export const PLAN_CACHE_SIZE = 512;
