@@ -39,7 +39,7 @@ import { DAY_MS } from '../store/temporal.js';
 /** Records read and appended per step. */
 export const CHUNK_RECORDS = 512;
 /** Listings a search view takes in (appended) or out (removed), or whose children are sorted, per step. */
-const SEARCH_STEP_ROWS = 1024;
+const SEARCH_STEP_ROWS = 256;
 
 /** One operation of a change. */
 export type ChangeOperation =

@@ -108,12 +108,16 @@ export class TableAccess {
       });
     }
     for (const [field, perm] of this.sorted) {
-      const descending = this.sortedDesc.has(field);
+      const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
       steps.push(() => {
-        const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
         access.sorted.set(field, mergeInto(perm, from, to, valueOrder(c.values, c.validity, access.keyRank)));
-        if (descending) access.sortedDescending(field);
       });
+      const desc = this.sortedDesc.get(field);
+      if (desc !== undefined) {
+        steps.push(() => {
+          access.sortedDesc.set(field, mergeInto(desc, from, to, descendingOrder(c.values, c.validity, access.keyRank)));
+        });
+      }
     }
     if (this.valueBitsCache.size > 0 || this.countsCache.size > 0) {
       steps.push(() => {
@@ -306,6 +310,17 @@ function valueOrder(values: Float64Array, validity: Uint32Array, rank: Uint32Arr
     const vb = getBit(validity, b);
     if (va !== vb) return va ? 1 : -1;
     if (va && values[a] !== values[b]) return values[a] < values[b] ? -1 : 1;
+    return rank[a] - rank[b];
+  };
+}
+
+/** The order of sortedDescending: values high to low, nulls last, ties by key rank ascending. */
+function descendingOrder(values: Float64Array, validity: Uint32Array, rank: Uint32Array): (a: number, b: number) => number {
+  return (a, b) => {
+    const va = getBit(validity, a);
+    const vb = getBit(validity, b);
+    if (va !== vb) return va ? -1 : 1;
+    if (va && values[a] !== values[b]) return values[a] > values[b] ? -1 : 1;
     return rank[a] - rank[b];
   };
 }

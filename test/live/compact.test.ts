@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type QueryResource, type QueryResult } from '../../src/engine.js';
 import { generateListings } from '../../src/generate/dataset.js';
 import type { JsonRecord } from '../../src/generate/listing.js';
+import { TableAccess } from '../../src/plan/access.js';
 
 const NOW = Date.parse('2025-06-01T00:00:00Z');
 const now = (): Date => new Date(NOW);
@@ -135,5 +136,34 @@ describe('options of live data', () => {
     await expect(Engine.open({ data: records, pageSnapshotTtlMs: -1 })).rejects.toThrow(/pageSnapshotTtlMs must be a number/);
     const e = await Engine.open({ data: records, compactFraction: false, pageSnapshotTtlMs: 0 });
     expect(e.generation).toBe(0);
+  });
+});
+
+describe('structures carried over to a new generation', () => {
+  it('equal the same structures built afresh on that generation: key order and rank, sorted permutations both ways, bitsets, counts', async () => {
+    const base = data(200, 'carry');
+    const e = await Engine.open({ data: base, now, compactFraction: false });
+    const access = (): TableAccess => (e as unknown as { gen: { access: { of(t: unknown): TableAccess } } }).gen.access.of(e.store.Property);
+    const fields = ['ListPrice', 'BedroomsTotal', 'ModificationTimestamp'];
+    // build the structures on generation 0, so that changes carry them over
+    const a0 = access();
+    a0.keyOrder;
+    for (const f of fields) a0.sortedDescending(f);
+    const status = e.store.Property.columnOf('StandardStatus', 'dictionary')!;
+    a0.valueBits('StandardStatus', 1);
+    a0.codeCounts('StandardStatus');
+    await change(e, base);
+    await e.upsert('Property', base.Property.slice(10, 20).map((p) => ({ ...p, ListPrice: null, StandardStatus: 'Pending' })));
+    const carried = access();
+    const fresh = new TableAccess(e.store.Property, carried.dead);
+    expect([...carried.keyOrder]).toEqual([...fresh.keyOrder]);
+    expect([...carried.keyRank]).toEqual([...fresh.keyRank]);
+    for (const f of fields) {
+      expect([...carried.sortedBy(f)!], f).toEqual([...fresh.sortedBy(f)!]);
+      expect([...carried.sortedDescending(f)!], `${f} desc`).toEqual([...fresh.sortedDescending(f)!]);
+    }
+    expect([...carried.valueBits('StandardStatus', 1)]).toEqual([...fresh.valueBits('StandardStatus', 1)]);
+    expect([...carried.codeCounts('StandardStatus')!]).toEqual([...fresh.codeCounts('StandardStatus')!]);
+    expect(status.dictionary.length).toBeGreaterThan(1);
   });
 });
