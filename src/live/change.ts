@@ -29,7 +29,7 @@ import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { TableAppender, loadBatch } from '../store/append.js';
 import { getBit, setBit, clearBit } from '../store/bits.js';
-import { ChildIndex, ChildOverlay, childComparator } from '../store/children.js';
+import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
 import { Store } from '../store/store.js';
@@ -95,19 +95,23 @@ export function checkOperations(operations: unknown): ChangeOperation[] {
   });
 }
 
-/** The live children of one child resource while a change is applied (copy-on-write of the generation's lists). */
+/** The live children of one child resource while a change is applied: the lists it changes, over the generation's. */
 class ChildLists {
-  readonly base: ChildIndex;
-  readonly lists: Map<number, ArrayLike<number>>;
+  /** Lists this change set (dropped listings: null). */
+  readonly lists = new Map<number, ArrayLike<number> | null>();
   readonly dirty = new Set<number>();
 
-  constructor(grouped: ChildIndex | ChildOverlay) {
-    this.base = grouped instanceof ChildIndex ? grouped : grouped.base;
-    this.lists = new Map(grouped instanceof ChildOverlay ? grouped.changed : []);
+  /** The generation's grouping (a loaded ChildIndex as an overlay with no lists: it guards rows past its listings). */
+  readonly before: ChildOverlay;
+
+  constructor(before: Children) {
+    this.before = before instanceof ChildOverlay ? before : new ChildOverlay(before as ChildIndex, new Map());
   }
 
   of(parentRow: number): ArrayLike<number> {
-    return this.lists.get(parentRow) ?? (parentRow + 1 < this.base.offsets.length ? this.base.childrenOf(parentRow) : []);
+    const list = this.lists.get(parentRow);
+    if (list === null) return [];
+    return list ?? this.before.childrenOf(parentRow);
   }
 
   add(parentRow: number, child: number): void {
@@ -123,12 +127,12 @@ class ChildLists {
   move(from: number, to: number): void {
     const list = this.of(from);
     if (list.length > 0) this.lists.set(to, Array.from(list));
-    this.lists.delete(from);
+    this.lists.set(from, null);
     this.dirty.add(to);
   }
 
   drop(parentRow: number): void {
-    this.lists.delete(parentRow);
+    this.lists.set(parentRow, null);
     this.dirty.delete(parentRow);
   }
 }
@@ -222,7 +226,7 @@ export class ChangeWriter {
     const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store0.table(r)])) as Record<ResourceName, Table>;
     const access0 = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g0.access.of(store0.table(r))])) as Record<ResourceName, TableAccess>;
     const killed = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new Set<number>()])) as Record<ResourceName, Set<number>>;
-    const children = Object.fromEntries(CHILD_RESOURCES.map((r) => [r, new ChildLists(store0.children[r] as ChildIndex | ChildOverlay)])) as Record<ChildResourceName, ChildLists>;
+    const children = Object.fromEntries(CHILD_RESOURCES.map((r) => [r, new ChildLists(store0.children[r])])) as Record<ChildResourceName, ChildLists>;
     const isDead = (r: ResourceName, row: number): boolean => killed[r].has(row) || access0[r].isDead(row);
     let upserted = 0;
     let removed = 0;
@@ -320,23 +324,13 @@ export class ChangeWriter {
       const compare = childComparator(tables[c], CATALOG[c].childOrder);
       const changed = new Map<number, Uint32Array>();
       let sorted = 0;
-      for (const [p, list] of lists.lists) {
-        if (isDead('Property', p)) continue;
-        if (!lists.dirty.has(p) && list instanceof Uint32Array) {
-          changed.set(p, list);
-          continue;
-        }
-        const live = Array.from(list).filter((row) => !isDead(c, row));
-        changed.set(p, Uint32Array.from(live).sort(compare));
-        if (++sorted % SEARCH_STEP_ROWS === 0) await yieldToLoop();
-      }
       for (const p of lists.dirty) {
-        if (changed.has(p) || isDead('Property', p)) continue;
+        if (isDead('Property', p)) continue;
         const live = Array.from(lists.of(p)).filter((row) => !isDead(c, row));
         changed.set(p, Uint32Array.from(live).sort(compare));
         if (++sorted % SEARCH_STEP_ROWS === 0) await yieldToLoop();
       }
-      grouped[c] = new ChildOverlay(lists.base, changed);
+      grouped[c] = ChildOverlay.over(lists.before, changed);
     }
 
     // dead bitmaps of the new generation

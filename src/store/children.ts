@@ -132,22 +132,49 @@ export function childComparator(child: Table, order: readonly OrderKey[]): (a: n
 
 const NO_ROWS = new Uint32Array(0);
 
+/** Layers an overlay may stack before a change copies them into one (bounds the look-up chain). */
+const MAX_LAYERS = 8;
+
 /**
  * One generation's children of a child resource: the loaded grouping (over the listings loaded
  * with it) plus the lists of the listings whose children changed since, each already in the
  * default order and holding live children only (DESIGN.md, "Change"). A listing in neither has no
- * children. Immutable: a change makes a new overlay with a new map.
+ * children. Immutable. A change makes a new overlay holding only the lists it changed, on top of
+ * the previous one (so a change costs its own listings, not every listing changed before it);
+ * every MAX_LAYERS layers, the lists are copied into one layer. Dead listings may keep stale lists
+ * in lower layers: nothing asks for a dead listing's children.
  */
 export class ChildOverlay implements Children {
+  readonly depth: number;
+
   constructor(
     readonly base: ChildIndex,
     /** Property row -> its children, for listings whose children changed (or that replaced a version). */
     readonly changed: ReadonlyMap<number, Uint32Array>,
-  ) {}
+    /** The overlay this one was made on, or null. */
+    readonly below: ChildOverlay | null = null,
+  ) {
+    this.depth = below === null ? 1 : below.depth + 1;
+  }
+
+  /** An overlay of `changed` on top of `below` (flattened when the stack is deep). */
+  static over(below: Children, changed: ReadonlyMap<number, Uint32Array>): ChildOverlay {
+    if (below instanceof ChildIndex) return new ChildOverlay(below, changed);
+    const overlay = below as ChildOverlay;
+    if (overlay.depth < MAX_LAYERS) return new ChildOverlay(overlay.base, changed, overlay);
+    const all = new Map<number, Uint32Array>();
+    for (let layer: ChildOverlay | null = overlay; layer !== null; layer = layer.below) {
+      for (const [p, list] of layer.changed) if (!all.has(p)) all.set(p, list);
+    }
+    for (const [p, list] of changed) all.set(p, list);
+    return new ChildOverlay(overlay.base, all);
+  }
 
   childrenOf(parentRow: number): Uint32Array {
-    const list = this.changed.get(parentRow);
-    if (list !== undefined) return list;
+    for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
+      const list = layer.changed.get(parentRow);
+      if (list !== undefined) return list;
+    }
     return parentRow + 1 < this.base.offsets.length ? this.base.childrenOf(parentRow) : NO_ROWS;
   }
 
@@ -157,7 +184,7 @@ export class ChildOverlay implements Children {
 
   /** The same grouping as one CSR index over `parentCount` listings (snapshots). */
   toIndex(parentCount: number): ChildIndex {
-    if (this.changed.size === 0 && this.base.offsets.length === parentCount + 1) return this.base;
+    if (this.changed.size === 0 && this.below === null && this.base.offsets.length === parentCount + 1) return this.base;
     const offsets = new Uint32Array(parentCount + 1);
     for (let p = 0; p < parentCount; p++) offsets[p + 1] = offsets[p] + this.count(p);
     const rows = new Uint32Array(offsets[parentCount]);
@@ -167,7 +194,9 @@ export class ChildOverlay implements Children {
 
   get byteLength(): number {
     let n = this.base.byteLength;
-    for (const list of this.changed.values()) n += list.byteLength + 16;
+    for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
+      for (const list of layer.changed.values()) n += list.byteLength + 16;
+    }
     return n;
   }
 }
