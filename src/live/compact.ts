@@ -104,7 +104,16 @@ interface ParentLinkMap {
 }
 
 /** Rows of one column gathered, or keys indexed, between two yields. */
-const GATHER_STEP_ROWS = 1 << 20;
+const GATHER_STEP_ROWS = 1 << 18;
+
+/** body(i) for i in [0, n), yielding every GATHER_STEP_ROWS. */
+function* each(n: number, body: (i: number) => void): Generator<void, void, void> {
+  for (let a = 0; a < n; a += GATHER_STEP_ROWS) {
+    const b = Math.min(n, a + GATHER_STEP_ROWS);
+    for (let i = a; i < b; i++) body(i);
+    if (b < n) yield;
+  }
+}
 
 /**
  * The table of `rows` of `table`, in that order (column by column; shared arrays stay shared), as
@@ -114,24 +123,26 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   const n = rows.length;
   const f64 = new Map<Float64Array, Float64Array>();
   const bitmaps = new Map<Uint32Array, Uint32Array>();
-  const values = (a: Float64Array): Float64Array => {
+  function* values(a: Float64Array): Generator<void, Float64Array, void> {
     let out = f64.get(a);
     if (!out) {
-      out = new Float64Array(n);
-      for (let i = 0; i < n; i++) out[i] = a[rows[i]];
+      const into = (out = new Float64Array(n));
+      yield* each(n, (i) => (into[i] = a[rows[i]]));
       f64.set(a, out);
     }
     return out;
-  };
-  const bits = (a: Uint32Array): Uint32Array => {
+  }
+  function* bits(a: Uint32Array): Generator<void, Uint32Array, void> {
     let out = bitmaps.get(a);
     if (!out) {
-      out = new Uint32Array((n + 31) >>> 5);
-      for (let i = 0; i < n; i++) if (getBit(a, rows[i])) setBit(out, i);
+      const into = (out = new Uint32Array((n + 31) >>> 5));
+      yield* each(n, (i) => {
+        if (getBit(a, rows[i])) setBit(into, i);
+      });
       bitmaps.set(a, out);
     }
     return out;
-  };
+  }
   /** A sparse row -> value map, re-keyed by the new rows. */
   const sparse = <V>(m: ReadonlyMap<number, V> | null): Map<number, V> | null => {
     if (m === null || m.size === 0) return null;
@@ -142,63 +153,64 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     }
     return out.size > 0 ? out : null;
   };
-  const gatherCodes = (codes: Uint16Array | Uint32Array): Uint16Array | Uint32Array => {
+  function* codesOf(codes: Uint16Array | Uint32Array): Generator<void, Uint16Array | Uint32Array, void> {
     const out = new (codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(n);
-    for (let i = 0; i < n; i++) out[i] = codes[rows[i]];
+    yield* each(n, (i) => (out[i] = codes[rows[i]]));
     return out;
-  };
-  const column = (c: Column): Column => {
+  }
+  function* column(c: Column): Generator<void, Column, void> {
     switch (c.kind) {
       case 'number':
-        return new NumberColumn(values(c.values), bits(c.validity));
+        return new NumberColumn(yield* values(c.values), yield* bits(c.validity));
       case 'date':
-        return new DateColumn(values(c.values), bits(c.validity));
+        return new DateColumn(yield* values(c.values), yield* bits(c.validity));
       case 'timestamp': {
         let styles: Uint16Array | null = null;
         if (c.styles !== null) {
-          styles = new Uint16Array(n);
-          for (let i = 0; i < n; i++) styles[i] = c.styles[rows[i]];
+          const from = c.styles;
+          const into = (styles = new Uint16Array(n));
+          yield* each(n, (i) => (into[i] = from[rows[i]]));
         }
-        return new TimestampColumn(values(c.values), bits(c.validity), styles, c.styleTable, sparse(c.exceptions));
+        return new TimestampColumn(yield* values(c.values), yield* bits(c.validity), styles, c.styleTable, sparse(c.exceptions));
       }
       case 'boolean':
-        return new BooleanColumn(bits(c.bits), bits(c.validity));
+        return new BooleanColumn(yield* bits(c.bits), yield* bits(c.validity));
       case 'dictionary':
-        return new DictionaryColumn(gatherCodes(c.codes), c.dictionary);
+        return new DictionaryColumn(yield* codesOf(c.codes), c.dictionary);
       case 'collection': {
         const offsets = new Uint32Array(n + 1);
         for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + c.offsets[rows[i] + 1] - c.offsets[rows[i]];
         const codes = new (c.codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(offsets[n]);
-        for (let i = 0; i < n; i++) codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]);
-        return new CollectionColumn(offsets, codes, c.dictionary, bits(c.validity));
+        yield* each(n, (i) => codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]));
+        return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
       }
       case 'text': {
         if (c instanceof ParentKeyColumn) {
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
           const parentRow = new Int32Array(n);
-          for (let i = 0; i < n; i++) parentRow[i] = parent.map(c.parentRow[rows[i]]);
+          yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])));
           return new ParentKeyColumn(parentRow, parent.table.keyColumn, sparse(c.unlinked));
         }
         const t = c as Utf8TextColumn;
         const offsets = new Uint32Array(n + 1);
         for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + t.offsets[rows[i] + 1] - t.offsets[rows[i]];
         const bytes = Buffer.allocUnsafeSlow(offsets[n]);
-        for (let i = 0; i < n; i++) t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]);
-        return new Utf8TextColumn(bytes, offsets, bits(t.validity));
+        yield* each(n, (i) => t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]));
+        return new Utf8TextColumn(bytes, offsets, yield* bits(t.validity));
       }
       case 'point':
-        return new PointColumn(values(c.lat), values(c.lon), bits(c.validity));
+        return new PointColumn(yield* values(c.lat), yield* values(c.lon), yield* bits(c.validity));
       case 'daysOnMarket':
-        return new DaysOnMarketColumn(values(c.reference), bits(c.validity));
+        return new DaysOnMarketColumn(yield* values(c.reference), yield* bits(c.validity));
     }
-  };
+  }
   // Columns that own arrays first, so that derived columns find them gathered already.
   const all: Array<Column | null> = table.columns.map(() => null);
   for (const derived of [false, true]) {
     for (let i = 0; i < all.length; i++) {
       const c = table.columns[i];
       if ((c.kind === 'point' || c.kind === 'daysOnMarket') !== derived) continue;
-      all[i] = column(c);
+      all[i] = yield* column(c);
       yield;
     }
   }
