@@ -55,7 +55,7 @@ export function buildFieldIndex(
 }
 
 /** Rows buildFieldIndexSteps reads or writes between two yields. */
-export const BUILD_STEP_ROWS = 16_384;
+export const BUILD_STEP_ROWS = 1_024;
 
 /**
  * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of each pass, so a caller
