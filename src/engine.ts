@@ -13,7 +13,8 @@ import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
 import { StoreAccess, type StoreIndexes, type TableAccess } from './plan/access.js';
-import { ChangeWriter, checkOperations, yieldToLoop, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
+import { runYielding } from './steps.js';
+import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
 import { compactNow, compactSteps, worthCompacting } from './live/compact.js';
 import { RESOURCE_NAMES, type ResourceName } from './schema/types.js';
 import { andOf, answeredBy, chooseOrder, conjuncts, describeSource, lookupOf, searchCalls, type CandidateSource, type OrderStrategy } from './plan/planner.js';
@@ -306,13 +307,7 @@ export class Engine {
     return this.writer.exclusive(async () => {
       const g = this.gen;
       if (g.id === this.baseId) return;
-      const steps = compactSteps(g.store, g.access);
-      let next = steps.next();
-      while (!next.done) {
-        await yieldToLoop();
-        next = steps.next();
-      }
-      const { store, indexes } = next.value;
+      const { store, indexes } = await runYielding(compactSteps(g.store, g.access));
       const compacted: Generation = { id: ++this.lastId, store, access: new StoreAccess(store, indexes) };
       this.writer.rebase();
       this.setBase(compacted);

@@ -20,6 +20,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
+import { eachStep, runYielding, yieldToLoop } from '../steps.js';
 import { PointView } from '../geo/live-points.js';
 import { TableAccess, StoreAccess } from '../plan/access.js';
 import { CATALOG } from '../schema/catalog.js';
@@ -64,8 +65,6 @@ export interface Generation {
   readonly access: StoreAccess;
 }
 
-/** Gives the event loop a turn (queries waiting run on the published generation). */
-export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Checks the operations' shape (before anything is read), throwing a QueryError `InvalidChange`
@@ -272,10 +271,7 @@ export class ChangeWriter {
       const def = CATALOG[r];
       const { records: upserts, numbers } = lastVersions(op.upsert, def.key);
       upserted += op.upsert.length;
-      for (const step of appenders[r].reserveSteps(upserts.length)) {
-        step();
-        await yieldToLoop();
-      }
+      await runYielding(eachStep(appenders[r].reserveSteps(upserts.length)));
       for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
         const records = upserts.slice(at, at + CHUNK_RECORDS);
         const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), (line) => numbers[at + line - 1]);
@@ -341,10 +337,7 @@ export class ChangeWriter {
         dead[r] = null;
         continue;
       }
-      const bits = new Uint32Array((tables[r].rowCount + 31) >>> 5);
-      if (was !== null) bits.set(was.subarray(0, Math.min(was.length, bits.length)));
-      for (const row of killed[r]) setBit(bits, row);
-      dead[r] = bits;
+      dead[r] = deadBitmap(was, tables[r].rowCount, killed[r]);
     }
     await yieldToLoop();
 
@@ -357,10 +350,7 @@ export class ChangeWriter {
       }
       const { access, steps } = access0[r].next(tables[r], dead[r]);
       accesses.set(tables[r], access);
-      for (const step of steps) {
-        step();
-        await yieldToLoop();
-      }
+      await runYielding(eachStep(steps));
     }
 
     // 4. search and point views of the new Property generation: last, since they extend structures
@@ -377,10 +367,7 @@ export class ChangeWriter {
     const wasDead = access0.Property.dead;
     const deadSoFar = (removedUpTo: number, rows: number): Uint32Array => {
       if (removedUpTo === removedRows.length && rows === to) return propertyDead;
-      const bits = new Uint32Array((rows + 31) >>> 5);
-      if (wasDead !== null) bits.set(wasDead.subarray(0, Math.min(wasDead.length, bits.length)));
-      for (let i = 0; i < removedUpTo; i++) setBit(bits, removedRows[i]);
-      return bits;
+      return deadBitmap(wasDead, rows, removedRows.subarray(0, removedUpTo));
     };
     const slices: Array<{ from: number; to: number; removed: Uint32Array; dead: () => Uint32Array }> = [];
     for (let a = from; a < to; a += SEARCH_STEP_ROWS) {
@@ -443,6 +430,14 @@ export class ChangeWriter {
     put(original);
     if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
   }
+}
+
+/** The dead rows of `rows` rows: those dead before (`was`) and those killed since. */
+function deadBitmap(was: Uint32Array | null, rows: number, killed: Iterable<number>): Uint32Array {
+  const bits = new Uint32Array((rows + 31) >>> 5);
+  if (was !== null) bits.set(was.subarray(0, Math.min(was.length, bits.length)));
+  for (const row of killed) setBit(bits, row);
+  return bits;
 }
 
 /**

@@ -11,6 +11,7 @@
  * postings, one KD-tree), so the engine can run it between queries and yield in between.
  */
 import { PointIndex } from '../geo/point-index.js';
+import { runNow, type Steps } from '../steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
@@ -38,7 +39,7 @@ export interface Compacted {
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
  * Run every step (each does a bounded piece of work); the generator's return value is the result.
  */
-export function* compactSteps(store: Store, access: StoreAccess): Generator<void, Compacted, void> {
+export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacted> {
   const tables = {} as Record<ResourceName, Table>;
   // Property first: children link to its new rows.
   const live = (t: TableAccess): Uint32Array => {
@@ -89,11 +90,7 @@ export function* compactSteps(store: Store, access: StoreAccess): Generator<void
 
 /** Runs compaction to the end at once (snapshots of a changed engine). */
 export function compactNow(store: Store, access: StoreAccess): Compacted {
-  const steps = compactSteps(store, access);
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-  }
+  return runNow(compactSteps(store, access));
 }
 
 interface ParentLinkMap {
@@ -107,7 +104,7 @@ interface ParentLinkMap {
 const GATHER_STEP_ROWS = 1 << 18;
 
 /** body(i) for i in [0, n), yielding every GATHER_STEP_ROWS. */
-function* each(n: number, body: (i: number) => void): Generator<void, void, void> {
+function* each(n: number, body: (i: number) => void): Steps<void> {
   for (let a = 0; a < n; a += GATHER_STEP_ROWS) {
     const b = Math.min(n, a + GATHER_STEP_ROWS);
     for (let i = a; i < b; i++) body(i);
@@ -119,11 +116,11 @@ function* each(n: number, body: (i: number) => void): Generator<void, void, void
  * The table of `rows` of `table`, in that order (column by column; shared arrays stay shared), as
  * steps: it yields after each column and every GATHER_STEP_ROWS keys indexed.
  */
-export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Generator<void, Table, void> {
+export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Steps<Table> {
   const n = rows.length;
   const f64 = new Map<Float64Array, Float64Array>();
   const bitmaps = new Map<Uint32Array, Uint32Array>();
-  function* values(a: Float64Array): Generator<void, Float64Array, void> {
+  function* values(a: Float64Array): Steps<Float64Array> {
     let out = f64.get(a);
     if (!out) {
       const into = (out = new Float64Array(n));
@@ -132,7 +129,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     }
     return out;
   }
-  function* bits(a: Uint32Array): Generator<void, Uint32Array, void> {
+  function* bits(a: Uint32Array): Steps<Uint32Array> {
     let out = bitmaps.get(a);
     if (!out) {
       const into = (out = new Uint32Array((n + 31) >>> 5));
@@ -153,12 +150,12 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     }
     return out.size > 0 ? out : null;
   };
-  function* codesOf(codes: Uint16Array | Uint32Array): Generator<void, Uint16Array | Uint32Array, void> {
+  function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
     const out = new (codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(n);
     yield* each(n, (i) => (out[i] = codes[rows[i]]));
     return out;
   }
-  function* column(c: Column): Generator<void, Column, void> {
+  function* column(c: Column): Steps<Column> {
     switch (c.kind) {
       case 'number':
         return new NumberColumn(yield* values(c.values), yield* bits(c.validity));

@@ -4,6 +4,7 @@
  * frequencies) and the field's token count per row. FlexSearch cannot give BM25 scores, so the
  * postings are ours (see DESIGN.md, "Text search").
  */
+import { runNow, type Steps } from '../steps.js';
 import { normalizeAddressToken, tokenizeInto } from './tokenize.js';
 
 export interface FieldIndex {
@@ -47,11 +48,7 @@ export function buildFieldIndex(
   textsOf: (row: number, out: string[]) => void,
   options: { address: boolean; tokenized?: boolean },
 ): FieldIndex {
-  const steps = buildFieldIndexSteps(rowCount, textsOf, options);
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-  }
+  return runNow(buildFieldIndexSteps(rowCount, textsOf, options));
 }
 
 /** Rows buildFieldIndexSteps reads or writes between two yields. */
@@ -65,7 +62,7 @@ export function* buildFieldIndexSteps(
   rowCount: number,
   textsOf: (row: number, out: string[]) => void,
   options: { address: boolean; tokenized?: boolean },
-): Generator<void, FieldIndex, void> {
+): Steps<FieldIndex> {
   const termIds = new Map<string, number>();
   const terms: string[] = [];
   const lengths = new Uint32Array(rowCount);

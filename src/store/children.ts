@@ -6,6 +6,7 @@
  * and nothing to sort when the request names no order. Children of no listing are not grouped.
  */
 import type { OrderKey } from '../schema/types.js';
+import { runNow, type Steps } from '../steps.js';
 import { getBit } from './bits.js';
 import { compareUtf8 } from './bytes.js';
 import { ParentKeyColumn } from './columns.js';
@@ -47,18 +48,14 @@ interface SortKey {
 }
 
 export function buildChildIndex(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): ChildIndex {
-  const steps = buildChildIndexSteps(child, parentCount, linkField, order);
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-  }
+  return runNow(buildChildIndexSteps(child, parentCount, linkField, order));
 }
 
 /** Listings whose children buildChildIndexSteps sorts between two yields. */
 const SORT_STEP_PARENTS = 1 << 16;
 
 /** buildChildIndex as steps (compaction): it yields after grouping and every SORT_STEP_PARENTS listings sorted. */
-export function* buildChildIndexSteps(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): Generator<void, ChildIndex, void> {
+export function* buildChildIndexSteps(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): Steps<ChildIndex> {
   const offsets = new Uint32Array(parentCount + 1);
   const link = child.column(linkField);
   if (!(link instanceof ParentKeyColumn)) return new ChildIndex(offsets, new Uint32Array(0));

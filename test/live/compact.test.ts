@@ -9,25 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type QueryResource, type QueryResult } from '../../src/engine.js';
-import { generateListings } from '../../src/generate/dataset.js';
-import type { JsonRecord } from '../../src/generate/listing.js';
 import { TableAccess } from '../../src/plan/access.js';
+import { dataset, type DataSet } from '../replicate/helpers.js';
 
 const NOW = Date.parse('2025-06-01T00:00:00Z');
 const now = (): Date => new Date(NOW);
-
-interface Data { Property: JsonRecord[]; Media: JsonRecord[]; OpenHouse: JsonRecord[]; PropertyChange: JsonRecord[] }
-
-function data(listings: number, seed: string): Data {
-  const out: Data = { Property: [], Media: [], OpenHouse: [], PropertyChange: [] };
-  for (const l of generateListings({ listings, seed })) {
-    out.Property.push({ ...l.property });
-    out.Media.push(...l.media.map((m) => ({ ...m })));
-    out.OpenHouse.push(...l.openHouses.map((o) => ({ ...o })));
-    out.PropertyChange.push(...l.changes.map((c) => ({ ...c })));
-  }
-  return out;
-}
 
 const QUERIES: ReadonlyArray<[QueryResource, string, string[]?]> = [
   ['Property', '$count=true&$top=50&$orderby=ListPrice desc,BedroomsTotal'],
@@ -48,8 +34,8 @@ const unpinned = (r: QueryResult): QueryResult =>
 const answers = (e: Engine): QueryResult[] => QUERIES.map(([r, q, sources]) => unpinned(e.query(r, q, sources ? { sources } : {})));
 
 /** A mix of changes: replaced and new listings (one with a new field), removals, children added, replaced and removed. */
-async function change(engine: Engine, base: Data): Promise<void> {
-  const extra = data(30, 'compact-new');
+async function change(engine: Engine, base: DataSet): Promise<void> {
+  const extra = dataset(30, 'compact-new');
   await engine.apply([
     { resource: 'Property', upsert: base.Property.slice(0, 60).map((p, i) => ({ ...p, ListPrice: 100_000 + i * 7_919, PublicRemarks: `granite kitchen pool remodel ${i}` })) },
     { resource: 'Property', upsert: extra.Property.map((p, i) => (i === 0 ? { ...p, X_Added: 'yes' } : p)) },
@@ -64,7 +50,7 @@ async function change(engine: Engine, base: Data): Promise<void> {
 }
 
 describe('compaction', () => {
-  const base = data(300, 'compact');
+  const base = dataset(300, 'compact');
   let changed: Engine;
   let before: QueryResult[];
 
@@ -129,7 +115,7 @@ describe('compaction', () => {
 
 describe('options of live data', () => {
   it('rejects a compactFraction or pageSnapshotTtlMs that is not one', async () => {
-    const records = data(3, 'compact-options');
+    const records = dataset(3, 'compact-options');
     for (const compactFraction of [0, -0.5, Number.NaN, '0.2', true]) {
       await expect(Engine.open({ data: records, compactFraction: compactFraction as number })).rejects.toThrow(/compactFraction must be a fraction above 0/);
     }
@@ -141,7 +127,7 @@ describe('options of live data', () => {
 
 describe('structures carried over to a new generation', () => {
   it('equal the same structures built afresh on that generation: key order and rank, sorted permutations both ways, bitsets, counts', async () => {
-    const base = data(200, 'carry');
+    const base = dataset(200, 'carry');
     const e = await Engine.open({ data: base, now, compactFraction: false });
     const access = (): TableAccess => (e as unknown as { gen: { access: { of(t: unknown): TableAccess } } }).gen.access.of(e.store.Property);
     const fields = ['ListPrice', 'BedroomsTotal', 'ModificationTimestamp'];
