@@ -11,7 +11,7 @@ import { SEARCH_FIELDS, type SearchFieldName } from '../src/search/fields.js';
 import { searchTextsOf } from '../src/search/indexes.js';
 import { buildFieldIndex, type FieldIndex } from '../src/search/postings.js';
 import { normalizeAddressToken, tokenize } from '../src/search/tokenize.js';
-import { topKDescending } from '../src/exec/top-k.js';
+import { topKDescending } from '../src/util/top-k.js';
 import { rankSearch } from '../src/search/ranked.js';
 import { STREET_SUFFIXES } from '../src/generate/tables.js';
 import { benchDataset } from './data.js';

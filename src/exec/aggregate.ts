@@ -12,7 +12,7 @@
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
  *   values bucketed, each bucket sorted once (Float64Array sort), nearest rank picked.
  */
-import { getBit } from '../store/bits.js';
+import { getBit } from '../util/bits.js';
 import type { Column, JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from '../store/temporal.js';
 import type { Table } from '../store/table.js';

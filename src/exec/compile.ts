@@ -5,7 +5,7 @@
  * arithmetic of a null give null, and/or/not are three-valued. A row matches only when the filter
  * evaluates to true.
  */
-import { getBit } from '../store/bits.js';
+import { getBit } from '../util/bits.js';
 import type { Column } from '../store/columns.js';
 import type { Table } from '../store/table.js';
 import type { Bound, Value } from '../plan/bound.js';

@@ -30,7 +30,7 @@ import type { ExpandItem, Span } from '../odata/ast.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext } from '../plan/bind.js';
 import type { Bound } from '../plan/bound.js';
 import type { ChildResourceName } from '../schema/types.js';
-import { getBit } from '../store/bits.js';
+import { getBit } from '../util/bits.js';
 import type { Children } from '../store/children.js';
 import type { JsonValue } from '../store/columns.js';
 import type { Store } from '../store/store.js';

@@ -20,7 +20,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { eachStep, runYielding, yieldToLoop } from '../steps.js';
+import { eachStep, runYielding, yieldToLoop } from '../util/steps.js';
 import { PointView } from '../geo/live-points.js';
 import { TableAccess, StoreAccess } from '../plan/access.js';
 import { CATALOG } from '../schema/catalog.js';
@@ -29,7 +29,7 @@ import { SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { TableAppender, loadBatch } from '../store/append.js';
-import { getBit, setBit, clearBit } from '../store/bits.js';
+import { getBit, setBit, clearBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';

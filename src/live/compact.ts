@@ -11,14 +11,14 @@
  * postings, one KD-tree), so the engine can run it between queries and yield in between.
  */
 import { PointIndex } from '../geo/point-index.js';
-import { runNow, type Steps } from '../steps.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
 import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
 import type { StoreIndexes, StoreAccess, TableAccess } from '../plan/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
-import { getBit, setBit } from '../store/bits.js';
+import { getBit, setBit } from '../util/bits.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';

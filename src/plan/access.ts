@@ -5,7 +5,7 @@
  * per-value bitsets of dictionary columns (equality and `in`), and
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
-import { getBit, popcount32 } from '../store/bits.js';
+import { getBit, popcount32 } from '../util/bits.js';
 import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';

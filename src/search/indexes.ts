@@ -3,7 +3,7 @@
  * order SERVICE.md §2 lists them (collections element by element; agent names fall back to
  * FirstName + LastName where a FullName is absent).
  */
-import { getBit } from '../store/bits.js';
+import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
 import { buildFieldIndex, type FieldIndex } from './postings.js';
 import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from './fields.js';

@@ -4,7 +4,7 @@
  * frequencies) and the field's token count per row. FlexSearch cannot give BM25 scores, so the
  * postings are ours (see DESIGN.md, "Text search").
  */
-import { runNow, type Steps } from '../steps.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { normalizeAddressToken, tokenizeInto } from './tokenize.js';
 
 export interface FieldIndex {

@@ -26,7 +26,7 @@
  * or evaluate every match and keep the top k with a heap. DESIGN.md "Text search" has the
  * measurements. Scores are bit-identical to evaluateSearch's on the same view.
  */
-import { TopKHeap } from '../exec/top-k.js';
+import { TopKHeap } from '../util/top-k.js';
 import { BM25_B, INEXACT_WEIGHT, evaluateSearch, idf, lengthNorm, termScore, termWeight, type PreparedSearch } from './bm25.js';
 import { asView, lowerBound, type SearchView, type TailPostings } from './live.js';
 import type { FieldIndex } from './postings.js';

@@ -43,7 +43,7 @@ import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
 import { TableSchema } from '../schema/table-schema.js';
 import type { FieldDef, ParentLink, ResourceName } from '../schema/types.js';
-import { clearBit, getBit, setBit } from './bits.js';
+import { clearBit, getBit, setBit } from '../util/bits.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
 import { hashBytes, writeUtf8 } from './bytes.js';
 import {

@@ -5,7 +5,7 @@
  * (or of the loader's scratch arena), so strings are copied or matched as bytes, never decoded.
  */
 import { QueryError } from '../errors.js';
-import { resizeBitmap } from './bits.js';
+import { resizeBitmap } from '../util/bits.js';
 import { ByteIndex, type ByteStore } from './byte-index.js';
 import { allocBytes, copyBytes, decodeUtf8, growBytes, hashBytes, writeUtf8 } from './bytes.js';
 import {

@@ -6,8 +6,8 @@
  * and nothing to sort when the request names no order. Children of no listing are not grouped.
  */
 import type { OrderKey } from '../schema/types.js';
-import { runNow, type Steps } from '../steps.js';
-import { getBit } from './bits.js';
+import { runNow, type Steps } from '../util/steps.js';
+import { getBit } from '../util/bits.js';
 import { compareUtf8 } from './bytes.js';
 import { ParentKeyColumn } from './columns.js';
 import type { Table } from './table.js';

@@ -15,7 +15,7 @@
  * | point         | GeographyPoint                     | lat, lon Float64Array + validity                       |
  * | daysOnMarket  | Int64 computed at query time       | reference instant (epoch ms) + validity                |
  */
-import { getBit } from './bits.js';
+import { getBit } from '../util/bits.js';
 import { decodeUtf8 } from './bytes.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from './temporal.js';
 

@@ -11,7 +11,7 @@
  *   so a relisting restarts the count), else service_OriginalEntryTimestamp.
  * - DaysOnMarket: floor((now - reference) / 1 day), never below 0; null without a reference.
  */
-import { getBit, newBitmap, setBit } from './bits.js';
+import { getBit, newBitmap, setBit } from '../util/bits.js';
 import { DateColumn, DaysOnMarketColumn, NumberColumn, PointColumn, TimestampColumn, type Column } from './columns.js';
 import { DAY_MS } from './temporal.js';
 

@@ -1,7 +1,12 @@
 /** Bitmaps of Uint32 words: validity of nullable columns, boolean values, row sets. */
 
+/** Uint32 words that hold `bits` bits. */
+export function wordsFor(bits: number): number {
+  return (bits + 31) >>> 5;
+}
+
 export function newBitmap(bits: number): Uint32Array {
-  return new Uint32Array((bits + 31) >>> 5);
+  return new Uint32Array(wordsFor(bits));
 }
 
 export function getBit(bitmap: Uint32Array, i: number): boolean {
@@ -18,7 +23,7 @@ export function clearBit(bitmap: Uint32Array, i: number): void {
 
 /** A copy of `bitmap` with room for `bits` bits (zero-filled beyond the old ones). */
 export function resizeBitmap(bitmap: Uint32Array, bits: number): Uint32Array {
-  const words = (bits + 31) >>> 5;
+  const words = wordsFor(bits);
   if (words === bitmap.length) return bitmap;
   const out = new Uint32Array(words);
   out.set(words >= bitmap.length ? bitmap : bitmap.subarray(0, words));
