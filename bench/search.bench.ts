@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { evaluateSearch, idf, prepareSearch, BM25_B, BM25_K1 } from '../src/search/bm25.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../src/search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../src/schema/search-fields.js';
 import { searchTextsOf } from '../src/search/indexes.js';
 import { buildFieldIndex, type FieldIndex } from '../src/search/postings.js';
 import { normalizeAddressToken, tokenize } from '../src/search/tokenize.js';

@@ -12,7 +12,7 @@ import { parseQuery, splitQuery } from './odata/parse-query.js';
 import { printQueryOptions } from './odata/printer.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './plan/bind.js';
 import type { Bound } from './plan/bound.js';
-import { StoreAccess, type StoreIndexes, type TableAccess } from './plan/access.js';
+import { StoreAccess, type StoreIndexes, type TableAccess } from './access/access.js';
 import { runYielding } from './util/steps.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary, type Generation } from './live/change.js';
 import { compactNow, compactSteps, worthCompacting } from './live/compact.js';

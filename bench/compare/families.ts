@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { haversineMeters } from '../../src/geo/distance.js';
 import { searchTextsOf } from '../../src/search/indexes.js';
-import type { SearchFieldName } from '../../src/search/fields.js';
+import type { SearchFieldName } from '../../src/schema/search-fields.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 
 export type Rec = Record<string, unknown>;

@@ -22,11 +22,11 @@
 import { QueryError } from '../errors.js';
 import { eachStep, runYielding, yieldToLoop } from '../util/steps.js';
 import { PointView } from '../geo/live-points.js';
-import { TableAccess, StoreAccess } from '../plan/access.js';
+import { TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { SearchView } from '../search/live.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { TableAppender, loadBatch } from '../store/append.js';
 import { getBit, setBit, clearBit } from '../util/bits.js';

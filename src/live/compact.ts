@@ -12,10 +12,10 @@
  */
 import { PointIndex } from '../geo/point-index.js';
 import { runNow, type Steps } from '../util/steps.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
-import type { StoreIndexes, StoreAccess, TableAccess } from '../plan/access.js';
+import type { StoreIndexes, StoreAccess, TableAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, setBit } from '../util/bits.js';

@@ -10,7 +10,7 @@
  */
 import { QueryError } from '../errors.js';
 import type { AggregateItem, AggregateMethod, ApplyTransformation, Expr, OrderByItem, ParsedQuery, SelectItem } from '../odata/ast.js';
-import { isSearchField } from '../search/fields.js';
+import { isSearchField } from '../schema/search-fields.js';
 import type { FieldDef } from '../schema/types.js';
 import { bindFilter, valueTypeOf, type BindContext, type BoundFilter } from './bind.js';
 import type { Bound, ValueType } from './bound.js';

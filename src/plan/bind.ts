@@ -28,7 +28,7 @@
  */
 import { QueryError } from '../errors.js';
 import type { CompareOperator, Expr, LiteralExpr, OrderByItem, SelectItem, Span } from '../odata/ast.js';
-import { isSearchField, SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { isSearchField, SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { EdmType, FieldDef } from '../schema/types.js';
 import type { Bound, BoundFunction, Value, ValueType } from './bound.js';

@@ -5,7 +5,7 @@
  */
 import type { ArithmeticOperator, CompareOperator } from '../odata/ast.js';
 import type { FieldDef } from '../schema/types.js';
-import type { SearchFieldName } from '../search/fields.js';
+import type { SearchFieldName } from '../schema/search-fields.js';
 
 /** Value types after binding. `null` is the type of the null literal (compatible with any). */
 export type ValueType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 'dateTimeOffset' | 'point' | 'null';

@@ -4,7 +4,7 @@
  * PropertyChange resource, and the derived fields. A data set's schema (TableSchema) is the part of
  * this catalog its records carry, plus its local fields.
  */
-import { SEARCH_FIELDS, sourceFieldsOf, type SearchFieldName } from '../search/fields.js';
+import { SEARCH_FIELDS, sourceFieldsOf, type SearchFieldName } from './search-fields.js';
 import { DD_FIELDS } from './dd-2.0.js';
 import type { EdmType, FieldDef, FieldOrigin, OrderKey, ParentLink, ResourceDef, ResourceName } from './types.js';
 

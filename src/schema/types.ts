@@ -2,7 +2,7 @@
  * What the binder, planner and serializer know about a field: its Edm type, whether it is a lookup
  * or a collection, what queries may do with it and which search fields it feeds.
  */
-import type { SearchFieldName } from '../search/fields.js';
+import type { SearchFieldName } from './search-fields.js';
 
 export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange'] as const;
 export type ResourceName = (typeof RESOURCE_NAMES)[number];

@@ -6,7 +6,7 @@
 import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
 import { buildFieldIndex, type FieldIndex } from './postings.js';
-import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from './fields.js';
+import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from '../schema/search-fields.js';
 import { tokenize, tokenizeInto } from './tokenize.js';
 
 export type SearchIndexes = Readonly<Record<SearchFieldName, FieldIndex>>;

@@ -32,9 +32,9 @@ import { CATALOG, DERIVED_PROPERTY_FIELDS, makeField } from '../schema/catalog.j
 import { TableSchema } from '../schema/table-schema.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type EdmType, type FieldDef, type ResourceName } from '../schema/types.js';
 import { PointIndex } from '../geo/point-index.js';
-import type { StoreIndexes } from '../plan/access.js';
+import type { StoreIndexes } from '../access/access.js';
 import type { FieldIndex } from '../search/postings.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import type { SearchIndexes } from '../search/indexes.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { ChildIndex, type ChildOverlay } from '../store/children.js';

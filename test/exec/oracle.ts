@@ -4,7 +4,7 @@
  * textbook BM25 of test/search/oracle.ts. Slow and obvious on purpose.
  */
 import type { Expr, MemberExpr, OrderByItem } from '../../src/odata/ast.js';
-import type { SearchFieldName } from '../../src/search/fields.js';
+import type { SearchFieldName } from '../../src/schema/search-fields.js';
 import { NaiveSearch } from '../search/oracle.js';
 
 type Rec = Record<string, unknown>;

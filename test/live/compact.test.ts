@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type QueryResource, type QueryResult } from '../../src/engine.js';
-import { TableAccess } from '../../src/plan/access.js';
+import { TableAccess } from '../../src/access/access.js';
 import { dataset, type DataSet } from '../replicate/helpers.js';
 
 const NOW = Date.parse('2025-06-01T00:00:00Z');

@@ -12,7 +12,7 @@ import { generateListings } from '../../src/generate/dataset.js';
 import type { ChangeOperation, ChangeSummary, Generation } from '../../src/live/change.js';
 import type { OrderByItem } from '../../src/odata/ast.js';
 import { parseQuery } from '../../src/odata/parse-query.js';
-import type { SearchFieldName } from '../../src/search/fields.js';
+import type { SearchFieldName } from '../../src/schema/search-fields.js';
 import type { SearchView } from '../../src/search/live.js';
 import { NaiveEngine } from '../exec/oracle.js';
 import { NaiveSearch } from '../search/oracle.js';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { Engine, type QueryResource } from '../../src/engine.js';
 import type { ChangeOperation } from '../../src/live/change.js';
 import { evaluateSearch, prepareSearch } from '../../src/search/bm25.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../../src/search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../../src/schema/search-fields.js';
 import {
   byCodeUnits, CHILDREN, dataSetOf, expectedRecord, expectSame, generated, KEY, keysOf, LiveModel, NOW, openEngine, oracleAnswer,
   rejectionOf, renamed, searchViewOf, without, type ChildResource, type LiveOracle, type Rec,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
 import { CATALOG, DERIVED_PROPERTY_FIELDS } from '../../src/schema/catalog.js';
 import { RESOURCE_NAMES, typeName, type FieldDef } from '../../src/schema/types.js';
-import { SEARCH_FIELDS, sourceFieldsOf } from '../../src/search/fields.js';
+import { SEARCH_FIELDS, sourceFieldsOf } from '../../src/schema/search-fields.js';
 import { dd, ddTableText, type DdField } from './dd-reference.js';
 
 const ddByName = new Map(dd.fields.map((f) => [`${f.resourceName}.${f.fieldName}`, f]));

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
 import { evaluateSearch, idf, prepareSearch, type PreparedSearch, type SearchMatch } from '../../src/search/bm25.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../../src/search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../../src/schema/search-fields.js';
 import { buildSearchIndexes, searchTextsOf, searchTokenSources, type SearchIndexes } from '../../src/search/indexes.js';
 import { SearchView, type SearchChange } from '../../src/search/live.js';
 import { buildFieldIndex } from '../../src/search/postings.js';

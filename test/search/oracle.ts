@@ -2,7 +2,7 @@
  * A deliberately plain reference for search.text (SERVICE.md §4): textbook BM25 over arrays of
  * tokens, brute-force prefix and edit-distance matching. No postings, no scratch arrays, no tricks.
  */
-import { SEARCH_FIELD_SOURCES, type SearchFieldName } from '../../src/search/fields.js';
+import { SEARCH_FIELD_SOURCES, type SearchFieldName } from '../../src/schema/search-fields.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 
 type Rec = Record<string, unknown>;

@@ -3,7 +3,7 @@ import { QueryError } from '../../src/errors.js';
 import { generateListings } from '../../src/generate/dataset.js';
 import { Rng } from '../../src/generate/prng.js';
 import { evaluateSearch, prepareSearch, type SearchMatch } from '../../src/search/bm25.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../../src/search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../../src/schema/search-fields.js';
 import { buildSearchIndexes, type SearchIndexes } from '../../src/search/indexes.js';
 import { osaDistanceAtMostOne } from '../../src/search/lexicon.js';
 import { rankByMaxScore, rankSearch } from '../../src/search/ranked.js';

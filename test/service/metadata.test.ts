@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine.js';
 import { metadataXml } from '../../src/service/edmx.js';
-import { SEARCH_FIELDS } from '../../src/search/fields.js';
+import { SEARCH_FIELDS } from '../../src/schema/search-fields.js';
 import { RESOURCE_NAMES } from '../../src/schema/types.js';
 import { call, defaultEngine, login, makeHandler, NOW } from './helpers.js';
 

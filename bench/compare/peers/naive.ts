@@ -15,7 +15,7 @@
  * (`acceptable`), so recall@k tolerates ties.
  */
 import { normalizeAddressToken, tokenize } from '../../../src/search/tokenize.js';
-import type { SearchFieldName } from '../../../src/search/fields.js';
+import type { SearchFieldName } from '../../../src/schema/search-fields.js';
 import { osa } from '../../../test/search/oracle.js';
 import {
   distanceMeters, forEachListing, instantOf, locationOf, nearestRank, searchText, sortGroups,

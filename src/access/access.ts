@@ -11,7 +11,7 @@ import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
 import { PointView } from '../geo/live-points.js';
-import { SEARCH_FIELDS, type SearchFieldName } from '../search/fields.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 import { SearchView } from '../search/live.js';
 
