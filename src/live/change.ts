@@ -22,6 +22,9 @@
 import { QueryError } from '../errors.js';
 import { eachStep, runYielding, yieldToLoop } from '../util/steps.js';
 import { PointView } from '../geo/live-points.js';
+import type { Generation } from '../access/generation.js';
+export type { Generation };
+import { liveParentRow, parentLinkOf } from './visibility.js';
 import { TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
@@ -58,12 +61,6 @@ export interface ChangeSummary {
   readonly notFound: number;
 }
 
-/** One version of the data: what a query reads, start to end. */
-export interface Generation {
-  readonly id: number;
-  readonly store: Store;
-  readonly access: StoreAccess;
-}
 
 
 /**
@@ -232,13 +229,10 @@ export class ChangeWriter {
     let notFound = 0;
 
     /** The live row of the listing a child's link points at (it may point at an older version), or -1. */
+    const listingDead = (row: number): boolean => isDead('Property', row);
     const currentParent = (r: ChildResourceName, child: number): number => {
-      const link = tables[r].column(CATALOG[r].parent!.field);
-      const p = link instanceof ParentKeyColumn ? link.parentRow[child] : -1;
-      if (p < 0) return -1;
-      if (!isDead('Property', p)) return p;
-      const now = tables.Property.rowOfKey(tables.Property.keyOf(p));
-      return now >= 0 && !isDead('Property', now) ? now : -1;
+      const link = parentLinkOf(tables[r]);
+      return link === null ? -1 : liveParentRow(tables.Property, link, child, listingDead);
     };
     const kill = (r: ResourceName, row: number): void => {
       killed[r].add(row);

@@ -1,6 +1,7 @@
 /**
- * The planner: from a bound query, choose how to find candidate rows and how to order them, and
- * say so (`explain`). Candidate sources, cheapest first by their known result size:
+ * The planner: parses and binds a query's options and makes its Plan (src/plan/plan.ts): which
+ * access path feeds the rows, how they are ordered, which page. Access paths, cheapest first by
+ * the result size the data's statistics give (PlanStatistics, answered per backend):
  *
  * - `search`: a top-level search.text conjunct (postings; the result size is known exactly);
  * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
@@ -11,30 +12,152 @@
  *   the column's sorted permutation, built on first use);
  * - `scan`: every row.
  *
- * Visibility (the caller's sources) is applied at the root of every plan, before anything else.
+ * Visibility (the caller's sources) is not part of a plan: the executor applies it at the root of
+ * every plan, before anything else, so one plan serves every caller.
  * Ordering: `relevance desc` alone with one search conjunct and no $count → ranked top-k with
  * early stop; a single numeric key with $top and no $count → an ordered walk of the column's
  * sorted permutation that stops after skip+top matches; otherwise all matches, then a heap.
  */
+import { QueryError } from '../errors.js';
+import { spanOf, type ParsedQuery } from '../odata/ast.js';
+import { parseQuery } from '../odata/parse-query.js';
+import type { TableSchema } from '../schema/table-schema.js';
+import type { ResourceName } from '../schema/types.js';
+import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
+import { bindApply } from './bind-apply.js';
+import { bindExpand } from './bind-expand.js';
 import type { Bound } from './bound.js';
-import type { BoundOrderKey } from './bind.js';
+import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, type Plan, type QueryResource, type SearchNode } from './plan.js';
 
-export type CandidateSource =
-  | { readonly kind: 'scan' }
-  | { readonly kind: 'search'; readonly node: Extract<Bound, { kind: 'search' }> }
-  | { readonly kind: 'geo'; readonly node: Extract<Bound, { kind: 'geo' }> }
-  /** Conjunction of `Field eq 'v'` / `Field in (...)` on dictionary columns: an AND of per-value bitsets. */
-  | { readonly kind: 'lookup'; readonly terms: ReadonlyArray<{ readonly field: string; readonly values: readonly string[] }> }
-  /** `TextField eq 'v'` through the key index or a hash of the text column. */
-  | { readonly kind: 'text'; readonly node: Bound; readonly field: string; readonly value: string }
-  /** Positions [start, end) of the field's sorted permutation (range conjuncts, binary-searched). */
-  | { readonly kind: 'range'; readonly field: string; readonly start: number; readonly end: number };
+/** Rows per page when neither $top nor Prefer: odata.maxpagesize says (SERVICE.md §3). */
+export const DEFAULT_PAGE_SIZE = 10;
 
-export type OrderStrategy =
-  | { readonly kind: 'key' }
-  | { readonly kind: 'ranked'; readonly node: Extract<Bound, { kind: 'search' }> }
-  | { readonly kind: 'walk'; readonly field: string; readonly descending: boolean }
-  | { readonly kind: 'heap' };
+/** $top maximum per top-level resource (SERVICE.md §3). */
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000 };
+
+/**
+ * What the planner asks of the data a query will run on: schemas to bind against and result
+ * sizes to choose an access path by. A size is an upper bound, exact where it is cheap; null
+ * means the data has no such index for the field, so the path is not offered.
+ */
+export interface PlanStatistics {
+  schemaOf(resource: ResourceName): TableSchema;
+  rowCount(resource: QueryResource): number;
+  /** Rows the postings of a search.text call hold (all its terms and expansions); validates the call (QueryError). */
+  searchRows(node: SearchNode): number;
+  /** Rows holding any of the values of a dictionary column, or null when the field is not one. */
+  lookupRows(resource: QueryResource, term: LookupTerm): number | null;
+  /** Rows whose text field equals the value, through the key index or a text hash; null without one. */
+  textRows(resource: QueryResource, field: string, value: string): number | null;
+  /** Rows of the field's sorted permutation that the conjuncts' bounds allow; null when it has none. */
+  rangeRows(resource: QueryResource, field: string, conjuncts: readonly Bound[]): number | null;
+}
+
+export interface PlanRequest {
+  readonly resource: QueryResource;
+  /** The query string of OData options, percent-decoded. */
+  readonly text: string;
+  /** The client's `Prefer: odata.maxpagesize=N`. */
+  readonly maxPageSize?: number;
+}
+
+/**
+ * Parses, binds and plans a query. Every mistake is a QueryError; a binder's error carries the
+ * position in its option (the query is parsed again with source spans for it: parsing without
+ * them is faster, and errors are rare).
+ */
+export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
+  if (!QUERY_RESOURCES.includes(request.resource)) {
+    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query Property, Media or OpenHouse.`);
+  }
+  try {
+    return planParsed(request, parseQuery(request.text, { spans: false }), stats);
+  } catch (err) {
+    if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
+    return planParsed(request, parseQuery(request.text, { spans: true }), stats);
+  }
+}
+
+function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics): Plan {
+  const schema = stats.schemaOf(resource);
+  const span = (node: object) => spanOf(parsed, node);
+  const expand = parsed.expand ? bindExpand(parsed.expand, { resource, schemaOf: (r) => stats.schemaOf(r), spanOf: span }) : null;
+  if (parsed.format !== undefined && parsed.format !== 'json') {
+    throw new QueryError('UnsupportedFormat', `$format=${parsed.format} is not available here: data comes as json.`, { option: '$format' });
+  }
+  const ctx = (option: string): BindContext => ({ schema, option, spanOf: span });
+  const bound = parsed.filter ? bindFilter(parsed.filter, ctx('$filter')) : null;
+  const applied = parsed.apply ? bindApply(parsed, ctx, bound) : null;
+  const grouping = applied?.grouping ?? null;
+  const filter = applied ? applied.filter : bound?.expr ?? null;
+  const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
+  const select = parsed.select && !grouping ? bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null : null;
+
+  const limit = TOP_LIMITS[resource];
+  if (parsed.top !== undefined && parsed.top > limit) {
+    throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
+  }
+  const maxPage = maxPageSize !== undefined && maxPageSize > 0 ? Math.min(Math.floor(maxPageSize), limit) : undefined;
+  const rows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : maxPage ?? DEFAULT_PAGE_SIZE;
+
+  const searches = searchCalls(filter);
+  // every call is checked (bad terms, min_matches) whether or not it can feed the rows
+  const searchSizes = new Map(searches.map((node) => [node, stats.searchRows(node)]));
+  const top = conjuncts(filter);
+  const strategy = chooseOrder(order, top, searches, parsed.count === true, parsed.top !== undefined, (name) => stats.rangeRows(resource, name, []) !== null);
+  const access = chooseAccess(resource, top, searchSizes, stats);
+  const answered = answeredBy(access, top);
+  return {
+    resource,
+    query: parsed,
+    filter,
+    searches,
+    access,
+    residual: andOf(top.filter((e) => !answered.has(e))),
+    strategy,
+    order,
+    page: { skip: parsed.skip ?? 0, rows, top: parsed.top },
+    count: parsed.count === true,
+    select,
+    ignoreNulls: parsed.ignorenulls === true,
+    expand,
+    grouping,
+  };
+}
+
+/** The cheapest access path among the top-level conjuncts, by the statistics' result sizes. */
+function chooseAccess(resource: QueryResource, top: readonly Bound[], searchSizes: ReadonlyMap<SearchNode, number>, stats: PlanStatistics): AccessPath {
+  let best: { path: AccessPath; size: number } | null = null;
+  const consider = (path: AccessPath, size: number): void => {
+    if (!best || size < best.size) best = { path, size };
+  };
+  const lookups: LookupTerm[] = [];
+  let lookupSize = Infinity;
+  for (const e of top) {
+    if (e.kind === 'search') consider({ kind: 'search', node: e }, searchSizes.get(e)!);
+    else if (e.kind === 'geo') consider({ kind: 'geo', node: e }, stats.rowCount(resource) / 4);
+    else {
+      const l = lookupOf(e);
+      const size = l ? stats.lookupRows(resource, l) : null;
+      if (l && size !== null) {
+        lookups.push(l);
+        lookupSize = Math.min(lookupSize, size);
+      }
+      if (e.kind === 'compare' && e.op === 'eq' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'string') {
+        const rows = stats.textRows(resource, e.left.field.name, e.right.value);
+        if (rows !== null) consider({ kind: 'text', node: e, field: e.left.field.name, value: e.right.value }, rows);
+      }
+      // A range on a numeric field: the slice of its sorted permutation (binary search).
+      const field = e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number' ? e.left.field.name : null;
+      const rows = field ? stats.rangeRows(resource, field, top) : null;
+      if (field && rows !== null) consider({ kind: 'range', field }, rows);
+    }
+  }
+  // All dictionary lookups together: an AND of bitsets, no larger than the smallest of them.
+  if (lookups.length) consider({ kind: 'lookup', terms: lookups }, lookupSize);
+  return (best as { path: AccessPath } | null)?.path ?? { kind: 'scan' };
+}
+
 
 /** Top-level conjuncts of a filter (a and b and c → [a, b, c]), without recursion on long chains. */
 export function conjuncts(expr: Bound | null): Bound[] {
@@ -50,8 +173,8 @@ export function conjuncts(expr: Bound | null): Bound[] {
 }
 
 /** Every search.text call of a filter, in ordinal order. */
-export function searchCalls(expr: Bound | null): Extract<Bound, { kind: 'search' }>[] {
-  const out: Extract<Bound, { kind: 'search' }>[] = [];
+export function searchCalls(expr: Bound | null): SearchNode[] {
+  const out: SearchNode[] = [];
   const stack: Bound[] = expr ? [expr] : [];
   while (stack.length) {
     const e = stack.pop()!;
@@ -74,7 +197,7 @@ export function searchCalls(expr: Bound | null): Extract<Bound, { kind: 'search'
 }
 
 /** `Field eq 'v'` or `Field in ('a','b')` on a string field: a lookup candidate. */
-export function lookupOf(e: Bound): { field: string; values: string[] } | null {
+export function lookupOf(e: Bound): LookupTerm | null {
   if (e.kind === 'compare' && e.op === 'eq' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'string') {
     return { field: e.left.field.name, values: [e.right.value] };
   }
@@ -87,7 +210,7 @@ export function lookupOf(e: Bound): { field: string; values: string[] } | null {
 export function chooseOrder(
   requested: readonly BoundOrderKey[],
   topLevel: readonly Bound[],
-  allSearches: readonly Extract<Bound, { kind: 'search' }>[],
+  allSearches: readonly SearchNode[],
   wantCount: boolean,
   hasTop: boolean,
   numericField: (name: string) => boolean,
@@ -108,26 +231,8 @@ export function chooseOrder(
   return { kind: 'heap' };
 }
 
-export function describeSource(s: CandidateSource, size: number | null): string {
-  const n = size === null ? '' : ` (${size} rows)`;
-  switch (s.kind) {
-    case 'scan':
-      return `scan all rows${n}`;
-    case 'search':
-      return `search.text(${s.node.field}, '${s.node.text}') postings${n}`;
-    case 'geo':
-      return `kd-tree ${s.node.field.name} within ${s.node.meters} m of (${s.node.lon} ${s.node.lat})${n}`;
-    case 'lookup':
-      return `lookup ${s.terms.map((t) => `${t.field} in (${t.values.map((v) => `'${v}'`).join(',')})`).join(' and ')} (value bitsets)${n}`;
-    case 'range':
-      return `range of ${s.field} (sorted permutation, ${s.end - s.start} rows)`;
-    case 'text':
-      return `hash lookup ${s.field} eq '${s.value}'${n}`;
-  }
-}
-
 /** The top-level conjuncts a candidate source answers exactly (left out of the residual filter). */
-export function answeredBy(source: CandidateSource, top: readonly Bound[]): Set<Bound> {
+export function answeredBy(source: AccessPath, top: readonly Bound[]): Set<Bound> {
   switch (source.kind) {
     case 'scan':
       return new Set();

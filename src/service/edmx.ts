@@ -5,7 +5,7 @@
  * and local fields, the navigation properties Property expands to, and entity sets for the
  * top-level resources. Search fields exist only inside search.text and are not declared.
  */
-import type { Store } from '../store/store.js';
+import type { TableSchema } from '../schema/table-schema.js';
 import type { FieldDef, ResourceName } from '../schema/types.js';
 
 export const NAMESPACE = 'org.reso.metadata';
@@ -42,7 +42,7 @@ function propertyXml(f: FieldDef): string {
   return `<Property ${attrs}><Annotation Term="${LOOKUP_TERM_NAMESPACE}.LookupName" String="${escapeXml(lookupName(f.lookup))}"/></Property>`;
 }
 
-export function metadataXml(store: Store): string {
+export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema): string {
   const out: string[] = ['<?xml version="1.0" encoding="utf-8"?>'];
   const line = (depth: number, text: string): void => {
     out.push('  '.repeat(depth) + text);
@@ -54,7 +54,7 @@ export function metadataXml(store: Store): string {
   line(2, '</Schema>');
   line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${NAMESPACE}">`);
   for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange'] as const) {
-    const schema = store.table(resource).schema;
+    const schema = schemaOf(resource);
     line(3, `<EntityType Name="${resource}">`);
     line(4, `<Key><PropertyRef Name="${escapeXml(schema.key)}"/></Key>`);
     for (const f of schema.fields) if (IDENTIFIER.test(f.name)) line(4, propertyXml(f));

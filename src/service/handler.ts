@@ -80,8 +80,8 @@ function normalizeBase(url: string | undefined): string | undefined {
 
 export function createHandler(options: HandlerOptions): Handler {
   const engine = options.engine;
-  const accounts = new Accounts(options.accounts !== undefined ? options.accounts : engine.store.accounts);
-  const profiles = new Profiles(options.profiles !== undefined ? options.profiles : engine.store.profiles);
+  const accounts = new Accounts(options.accounts !== undefined ? options.accounts : engine.accounts);
+  const profiles = new Profiles(options.profiles !== undefined ? options.profiles : engine.profiles);
   const clock = options.clock ?? Date.now;
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const lifetimeSeconds = options.tokenLifetimeSeconds ?? 3600;
@@ -187,13 +187,13 @@ export function createHandler(options: HandlerOptions): Handler {
   function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string): Response {
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
-    const result: QueryResult = engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied });
-    const root = `${base}${DATA_PREFIX}/`;
-    let head = `{"@odata.context":${JSON.stringify(root + result['@odata.context'])}`;
+    const result: QueryResult = engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` });
+    // the engine's envelope, written with its records streamed (large pages are chunked)
+    let head = `{"@odata.context":${JSON.stringify(result['@odata.context'])}`;
     if (result['@odata.count'] !== undefined) head += `,"@odata.count":${result['@odata.count']}`;
     head += ',"value":[';
     const next = result['@odata.nextLink'];
-    const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(root + next)}}`;
+    const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
     const { body, chunked } = recordsBody(head, result.value, tail);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
     if (!chunked) headers['Content-Length'] = String((body as Uint8Array).byteLength);
@@ -201,36 +201,16 @@ export function createHandler(options: HandlerOptions): Handler {
     return new Response(body, { status: 200, headers });
   }
 
-  /**
-   * Whether a live record of the resource has this key and is visible to the sources: a listing by
-   * its OriginatingSystemName, a child by its listing's (as the engine decides visibility). Key
-   * index lookups, O(1): a `$filter` on a key would scan the table.
-   */
+  /** Whether a live record of the resource has this key and is visible to the sources (as the engine decides visibility). */
   function visibleRecord(resource: QueryResource, key: string, sources: readonly string[]): boolean {
-    if (!engine.has(resource, key)) return false;
-    const table = engine.store.table(resource);
-    const row = table.rowOfKey(key);
-    if (resource === 'Property') {
-      const osn = table.value(row, 'OriginatingSystemName');
-      return typeof osn === 'string' && sources.includes(osn);
-    }
-    const link = CATALOG[resource].parent!;
-    if (link.when !== null && table.value(row, link.when.field) !== link.when.equals) return false;
-    const listing = table.value(row, link.field);
-    return typeof listing === 'string' && visibleRecord('Property', listing, sources);
+    return engine.isVisible(resource, key, sources);
   }
 
   function entity(literal: string, session: Session, decoded: string, base: string): Response {
     const key = parseKey('Property', literal);
     options_(decoded, ENTITY_OPTIONS, 'a single listing');
-    if (!visibleRecord('Property', key, session.sources)) throw notFoundOf('Property', key);
-    const table = engine.store.Property;
-    const osn = table.value(table.rowOfKey(key), 'OriginatingSystemName') as string;
-    // the listing's own source narrows the engine's candidates to one MLS's rows (a lookup index)
-    const filter = `OriginatingSystemName eq ${quote(osn)} and ListingKey eq ${quote(key)}`;
-    const result = engine.query('Property', `${decoded === '' ? '' : `${decoded}&`}$filter=${filter}&$top=1`, { sources: session.sources });
-    const record = result.value[0];
-    if (record === undefined) throw notFoundOf('Property', key);
+    const record = engine.entity('Property', key, decoded, { sources: session.sources });
+    if (record === null) throw notFoundOf('Property', key);
     const fields = JSON.stringify(record);
     const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#Property/$entity`);
     return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
@@ -365,7 +345,7 @@ export function createHandler(options: HandlerOptions): Handler {
 
   function metadataResponse(): Response {
     const schemas = schemasOf(engine);
-    if (metadata === null || !sameSchemas(metadata.schemas, schemas)) metadata = { schemas, xml: metadataXml(engine.store) };
+    if (metadata === null || !sameSchemas(metadata.schemas, schemas)) metadata = { schemas, xml: metadataXml((r) => engine.schemaOf(r)) };
     return textResponse(200, metadata.xml, XML_TYPE);
   }
 
@@ -491,5 +471,5 @@ const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The schemas $metadata describes; a new table (an upsert that adds a field) means new XML. */
 type Schemas = readonly TableSchema[];
-const schemasOf = (engine: Engine): Schemas => RESOURCE_NAMES.map((r) => engine.store.table(r).schema);
+const schemasOf = (engine: Engine): Schemas => RESOURCE_NAMES.map((r) => engine.schemaOf(r));
 const sameSchemas = (a: Schemas, b: Schemas): boolean => a.every((s, i) => s === b[i]);

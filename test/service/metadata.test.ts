@@ -115,7 +115,7 @@ describe('$metadata content', () => {
       },
       now: () => new Date(NOW),
     });
-    const doc = metadataXml(small.store);
+    const doc = metadataXml((r) => small.store.table(r).schema);
     const property = entityType(doc, 'Property');
     expect(property).toContain('<Property Name="X_Flag" Type="Edm.Boolean"/>');
     expect(property).toContain('<Property Name="X_Score" Type="Edm.Decimal" Scale="variable"/>');

@@ -1,0 +1,180 @@
+/**
+ * The executor: runs a Plan (src/plan/plan.ts) on one generation of the in-memory data. What a
+ * plan needs of a generation (its table and access structures, search.text calls prepared against
+ * the generation's search views, the expansions over its store) is compiled once per plan and
+ * generation and kept in a WeakMap keyed by the generation, so that a cached plan holds nothing
+ * of the data and a generation no query reads any more is collected with what was compiled for it.
+ *
+ * Per query: visibility (the caller's sources and the generation's live rows, src/live) is applied
+ * at the root; the filter becomes closures over columns (src/exec/compile.ts), less the conjuncts
+ * the access path answers exactly; then one of the order strategies produces the rows in order,
+ * and src/exec/page.ts cuts the page and builds the envelope.
+ */
+import type { TableAccess } from '../access/access.js';
+import type { Generation } from '../access/generation.js';
+import type { Bound } from '../plan/bound.js';
+import type { Plan } from '../plan/plan.js';
+import { andOf, conjuncts } from '../plan/planner.js';
+import { prepareSearch } from '../search/bm25.js';
+import { rankSearch } from '../search/ranked.js';
+import type { Table } from '../store/table.js';
+import { getBit } from '../util/bits.js';
+import { runApply } from './aggregate.js';
+import { compile, type Evaluator } from './compile.js';
+import { Expansions } from './expand.js';
+import { collectGeo, geoResidual } from './geo.js';
+import { collectBits, lookupBits, lookupCount } from './lookup.js';
+import { orderRows, type SortKey } from './order.js';
+import { respond, type QueryResult } from './page.js';
+import { project } from './project.js';
+import { collectRange, rangeOf } from './range.js';
+import { collectScan } from './scan.js';
+import { collectSearch, SearchResults, type PreparedCall } from './search.js';
+import { collectText } from './text.js';
+import { keyLowerBound, walkBits, walkOrder } from './walk.js';
+
+/** What one query brings to the executor besides its plan. */
+export interface ExecContext {
+  /** Row visibility of the queried table (live rows, the caller's sources), or null for every row. */
+  readonly visible: ((row: number) => boolean) | null;
+  /** The caller's sources (undefined: all). */
+  readonly sources: readonly string[] | undefined;
+  /** The engine clock's now for this query. */
+  readonly nowMs: number;
+  /** The $skiptoken a nextLink carries. */
+  readonly token: string;
+  /** Prefix of the context and nextLink URLs ('' for relative ones). */
+  readonly base: string;
+}
+
+/** What a plan needs of one generation. */
+interface Compiled {
+  readonly table: Table;
+  readonly access: TableAccess;
+  /** search.text calls by ordinal, prepared against this generation's views. */
+  readonly calls: ReadonlyMap<number, PreparedCall>;
+  readonly expansions: Expansions | null;
+}
+
+const compiledPlans = new WeakMap<Generation, WeakMap<Plan, Compiled>>();
+
+function compiledOf(plan: Plan, gen: Generation): Compiled {
+  let plans = compiledPlans.get(gen);
+  if (plans === undefined) compiledPlans.set(gen, (plans = new WeakMap()));
+  let c = plans.get(plan);
+  if (c === undefined) {
+    const table = gen.store.table(plan.resource);
+    const calls = new Map<number, PreparedCall>();
+    for (const node of plan.searches) calls.set(node.ordinal, { node, prepared: prepareSearch(gen.access.search[node.field], node.text, node.minMatches) });
+    c = { table, access: gen.access.of(table), calls, expansions: plan.expand ? new Expansions(gen.store, plan.expand) : null };
+    plans.set(plan, c);
+  }
+  return c;
+}
+
+export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryResult {
+  const { table, access, calls, expansions } = compiledOf(plan, gen);
+  const { visible, nowMs } = ctx;
+  const searches = new SearchResults(gen, table.rowCount, calls);
+  const geoTests = new Map<Bound, (row: number) => boolean>();
+  const geoTest = (node: Extract<Bound, { kind: 'geo' }>): ((row: number) => boolean) => {
+    let test = geoTests.get(node);
+    if (!test) geoTests.set(node, (test = geoResidual(gen, table, node)));
+    return test;
+  };
+  const compileFilter = (expr: Bound | null): Evaluator | null =>
+    expr ? compile(expr, { table, nowMs, searchHit: (ordinal, row) => searches.hit(ordinal, row), geoTest }) : null;
+  const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
+  // Compiled on first use: most paths need only one of them.
+  /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
+  let acceptAll: ((row: number) => boolean) | undefined;
+  const accept = (): ((row: number) => boolean) => (acceptAll ??= acceptWith(compileFilter(plan.filter)));
+  /** Visibility and the residual filter (what the access path leaves). */
+  let rest: { ev: Evaluator | null; accept: (row: number) => boolean } | undefined;
+  const restOf = (): { ev: Evaluator | null; accept: (row: number) => boolean } => {
+    if (!rest) {
+      const ev = compileFilter(plan.residual);
+      rest = { ev, accept: acceptWith(ev) };
+    }
+    return rest;
+  };
+  const source = plan.access;
+  /** Every matching row, ascending. */
+  const collect = (): Uint32Array => {
+    const keep = restOf().accept;
+    switch (source.kind) {
+      case 'search':
+        return collectSearch(gen, calls.get(source.node.ordinal)!, keep);
+      case 'geo':
+        return collectGeo(gen, source.node, keep);
+      case 'lookup':
+        return collectBits(lookupBits(access, source.terms), keep);
+      case 'text':
+        return collectText(access, source.field, source.value, keep);
+      case 'range': {
+        const perm = access.sortedBy(source.field)!;
+        return collectRange(perm, rangeOf(perm, table, source.field, conjuncts(plan.filter)), keep);
+      }
+      case 'scan':
+        return collectScan(table.rowCount, keep);
+    }
+  };
+  const countMatches = (): number => {
+    if (source.kind === 'lookup' && restOf().ev === null) {
+      // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in;
+      // lookup bitsets leave dead rows out themselves)
+      const sources = ctx.sources;
+      const terms = sources !== undefined && table === gen.store.Property ? [...source.terms, { field: 'OriginatingSystemName', values: sources }] : source.terms;
+      if (sources === undefined || terms !== source.terms) return lookupCount(access, terms);
+    }
+    return collect().length;
+  };
+  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible);
+
+  // How many ordered rows we need: the page, plus one to know whether more remain.
+  const need = plan.page.skip + plan.page.rows + 1;
+  const strategy = plan.strategy;
+  if (plan.grouping) {
+    const groups = runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
+    return respond(plan, ctx, groups.order, () => groups.count, (g) => groups.record(g));
+  }
+  let ordered: Uint32Array;
+  let count: number | undefined;
+  if (plan.page.rows === 0) {
+    // $top=0: only the count can be asked for
+    return respond(plan, ctx, new Uint32Array(0), countMatches, projectRow);
+  } else if (strategy.kind === 'key' && source.kind === 'scan') {
+    // No index narrows the rows: walk them in key order and stop at the page, starting at the
+    // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
+    const order = access.keyOrder;
+    ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(plan.filter)), accept(), need);
+  } else if (strategy.kind === 'ranked') {
+    const call = calls.get(strategy.node.ordinal)!;
+    const acceptRanked = acceptWith(compileFilter(andOf(conjuncts(plan.filter).filter((e) => e !== strategy.node))));
+    ordered = rankSearch(gen.access.search[strategy.node.field], call.prepared, need, { accept: acceptRanked, tieRank: access.keyRank }).rows;
+  } else if (strategy.kind === 'walk') {
+    const { field, descending } = strategy;
+    const perm = access.sortedBy(field)!;
+    const range = rangeOf(perm, table, field, conjuncts(plan.filter));
+    // A descending walk reads the cached descending order: the same slice, mirrored (a range's
+    // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
+    const order = descending ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start) : perm.subarray(range.start, range.end);
+    // With dictionary lookups as the source, a bit test stands in for their closures.
+    const bits = source.kind === 'lookup' ? lookupBits(access, source.terms) : null;
+    if (bits === null) ordered = walkOrder(order, 0, accept(), need);
+    else {
+      const r = restOf();
+      ordered = r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
+    }
+  } else {
+    const matches = collect();
+    count = matches.length;
+    const keys: SortKey[] = plan.order.map((k) =>
+      k.kind === 'relevance'
+        ? { read: (row: number) => searches.relevance(row), descending: true }
+        : { read: compile(k.expr, { table, nowMs, searchHit: () => false, geoTest: () => () => false }), descending: k.descending },
+    );
+    ordered = orderRows(matches, keys, access.keyRank, need);
+  }
+  return respond(plan, ctx, ordered, () => count ?? countMatches(), projectRow);
+}

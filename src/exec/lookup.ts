@@ -1,0 +1,85 @@
+/**
+ * The lookup operator: top-level `Field eq 'v'` / `Field in (...)` conjuncts on dictionary columns
+ * as an AND over the terms of (an OR over each term's values) of per-value bitsets, with the live
+ * rows as one more term when some rows are dead. Counting needs no bitset: a popcount of the AND,
+ * word by word.
+ */
+import type { TableAccess } from '../access/access.js';
+import type { LookupTerm } from '../plan/plan.js';
+import { popcount32, wordsFor } from '../util/bits.js';
+
+/**
+ * One bitset per lookup term: the value's own cached bitset when the term has one value (no
+ * copy), else the OR of the values' bitsets; plus the live rows when some are dead.
+ */
+function termBits(access: TableAccess, terms: readonly LookupTerm[]): Uint32Array[] {
+  const { table } = access;
+  const words = wordsFor(table.rowCount);
+  const live = access.liveBits;
+  const bits = terms.map((t) => {
+    const col = table.columnOf(t.field, 'dictionary')!;
+    const codes = t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0);
+    if (codes.length === 1) return access.valueBits(t.field, codes[0]);
+    const term = new Uint32Array(words);
+    for (const code of codes) {
+      const valueBits = access.valueBits(t.field, code);
+      for (let w = 0; w < words; w++) term[w] |= valueBits[w];
+    }
+    return term;
+  });
+  return live === null ? bits : [...bits, live];
+}
+
+/** The rows in every term, as a bitset. */
+export function lookupBits(access: TableAccess, terms: readonly LookupTerm[]): Uint32Array {
+  const all = termBits(access, terms);
+  const out = new Uint32Array(wordsFor(access.table.rowCount));
+  if (all.length === 0) return out;
+  out.set(all[0]);
+  for (let t = 1; t < all.length; t++) {
+    const bits = all[t];
+    for (let w = 0; w < out.length; w++) out[w] &= bits[w];
+  }
+  return out;
+}
+
+/** How many rows are in every term. */
+export function lookupCount(access: TableAccess, terms: readonly LookupTerm[]): number {
+  const all = termBits(access, terms);
+  if (all.length === 0) return 0;
+  const words = all[0].length;
+  let n = 0;
+  for (let w = 0; w < words; w++) {
+    let x = all[0][w];
+    for (let t = 1; t < all.length && x !== 0; t++) x &= all[t][w];
+    if (x !== 0) n += popcount32(x);
+  }
+  return n;
+}
+
+/** The rows of a bitset that `accept` allows, ascending. */
+export function collectBits(bits: Uint32Array, accept: (row: number) => boolean): Uint32Array {
+  const out: number[] = [];
+  for (let w = 0; w < bits.length; w++) {
+    let word = bits[w];
+    while (word !== 0) {
+      const row = (w << 5) | (31 - Math.clz32(word & -word));
+      if (accept(row)) out.push(row);
+      word &= word - 1;
+    }
+  }
+  return Uint32Array.from(out);
+}
+
+/** Rows holding any of the term's values (the planner's lookup statistic), or null when the field is not dictionary-coded. */
+export function lookupRows(access: TableAccess, term: LookupTerm): number | null {
+  const counts = access.codeCounts(term.field);
+  if (counts === null) return null;
+  const col = access.table.columnOf(term.field, 'dictionary')!;
+  let size = 0;
+  for (const v of term.values) {
+    const code = col.dictionary.indexOf(v);
+    if (code > 0) size += counts[code];
+  }
+  return size;
+}

@@ -1,0 +1,53 @@
+/**
+ * The paging operator and the one response envelope (SERVICE.md §5): the page of $skip/$top out
+ * of results in order (rows, or $apply groups), `@odata.count` when $count=true asked for it, and
+ * the `@odata.nextLink` that carries the next $skip, what is left of $top and the $skiptoken that
+ * pins the data generation. Context and nextLink are relative to the service root unless a base
+ * URL is given (the HTTP service gives its own).
+ */
+import { printQueryOptions } from '../odata/printer.js';
+import type { ParsedQuery } from '../odata/ast.js';
+import type { Plan } from '../plan/plan.js';
+import type { JsonValue } from '../store/columns.js';
+
+export interface QueryResult {
+  readonly '@odata.context': string;
+  readonly '@odata.count'?: number;
+  readonly value: Array<Record<string, JsonValue>>;
+  readonly '@odata.nextLink'?: string;
+}
+
+export interface PageContext {
+  /** The $skiptoken the nextLink carries. */
+  readonly token: string;
+  /** Prefix of the context and nextLink URLs ('' for relative ones). */
+  readonly base: string;
+}
+
+/**
+ * The response for results in order. `ordered` holds at least the page plus one more result when
+ * more remain; `count` is asked only under $count=true.
+ */
+export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: () => number, project: (id: number) => Record<string, JsonValue>): QueryResult {
+  const { skip, rows, top } = plan.page;
+  const pageEnd = Math.min(ordered.length, skip + rows);
+  const page = skip < pageEnd ? ordered.subarray(skip, pageEnd) : new Uint32Array(0);
+  const more = ordered.length > skip + rows && (top === undefined || rows < top);
+  const value = page.length ? Array.from(page, project) : [];
+  const context = `${ctx.base}$metadata#${plan.resource}`;
+  const nextLink = more ? `${ctx.base}${nextPageOf(plan, ctx.token)}` : undefined;
+  // key order: context, count, value, nextLink
+  return {
+    '@odata.context': context,
+    ...(plan.count ? { '@odata.count': count() } : {}),
+    value,
+    ...(nextLink !== undefined ? { '@odata.nextLink': nextLink } : {}),
+  };
+}
+
+/** The next page's relative URL: the same options with the next $skip, the rest of $top and the token. */
+function nextPageOf(plan: Plan, token: string): string {
+  const { skip, rows, top } = plan.page;
+  const next: ParsedQuery = { ...plan.query, skip: skip + rows, skiptoken: token, ...(top !== undefined ? { top: top - rows } : {}) };
+  return `${plan.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
+}

@@ -1,0 +1,49 @@
+/**
+ * The range operator: the slice of a numeric field's sorted permutation (ascending, nulls first)
+ * that top-level comparisons of the field with constants allow (`X ge 3 and X lt 9`), found by
+ * binary search instead of rejecting rows one by one. Nulls never satisfy a range, so they are cut
+ * too. An unranged slice (no such comparison) is the whole permutation, nulls included.
+ */
+import type { Bound } from '../plan/bound.js';
+import type { Table } from '../store/table.js';
+import { partitionPoint } from '../util/binary-search.js';
+import { getBit } from '../util/bits.js';
+
+export interface Slice {
+  readonly start: number;
+  readonly end: number;
+}
+
+export function rangeOf(perm: Uint32Array, table: Table, field: string, top: readonly Bound[]): Slice {
+  const col = table.column(field) as { values: Float64Array; validity: Uint32Array };
+  let lo = -Infinity;
+  let hi = Infinity;
+  let loOpen = false;
+  let hiOpen = false;
+  let ranged = false;
+  for (const e of top) {
+    if (e.kind !== 'compare' || e.left.kind !== 'field' || e.left.field.name !== field || e.right.kind !== 'const' || typeof e.right.value !== 'number') continue;
+    const v = e.right.value;
+    ranged = true;
+    if ((e.op === 'ge' || e.op === 'gt') && (v > lo || (v === lo && e.op === 'gt'))) [lo, loOpen] = [v, e.op === 'gt'];
+    if ((e.op === 'le' || e.op === 'lt') && (v < hi || (v === hi && e.op === 'lt'))) [hi, hiOpen] = [v, e.op === 'lt'];
+    if (e.op === 'eq') {
+      if (v > lo) [lo, loOpen] = [v, false];
+      if (v < hi) [hi, hiOpen] = [v, false];
+    }
+  }
+  if (!ranged) return { start: 0, end: perm.length };
+  // first position whose (valid) value passes `pred`
+  const first = (pred: (v: number) => boolean): number =>
+    partitionPoint(0, perm.length, (m) => !getBit(col.validity, perm[m]) || !pred(col.values[perm[m]]));
+  const start = first((v) => (loOpen ? v > lo : v >= lo));
+  const end = first((v) => (hiOpen ? v >= hi : v > hi));
+  return { start, end: Math.max(start, end) };
+}
+
+/** Every row of the slice that `accept` allows, ascending by row. */
+export function collectRange(perm: Uint32Array, slice: Slice, accept: (row: number) => boolean): Uint32Array {
+  const out: number[] = [];
+  for (let i = slice.start; i < slice.end; i++) if (accept(perm[i])) out.push(perm[i]);
+  return Uint32Array.from(out).sort();
+}

@@ -1,0 +1,77 @@
+/**
+ * When and how the newest generation is compacted (src/live/compact.ts does the rewriting): the
+ * generation whose indexes cover exactly its rows (loaded, opened from a snapshot, or compacted)
+ * is the base; a compaction rewrites the newest generation's live rows into a new base and
+ * publishes it. After each change it starts one by itself once the rows replaced, removed or added
+ * since the base pass `fraction` of a table (false: only when asked).
+ */
+import { StoreAccess } from '../access/access.js';
+import type { Generation } from '../access/generation.js';
+import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
+import { runYielding } from '../util/steps.js';
+import type { ChangeWriter } from './change.js';
+import { compactNow, compactSteps, worthCompacting, type Compacted } from './compact.js';
+import type { Generations } from './generations.js';
+
+/** Default EngineOpenOptions.compactFraction. */
+export const COMPACT_FRACTION = 0.25;
+
+export class Compactor {
+  /** The base generation's id. */
+  private baseId = 0;
+  /** Row counts of the base generation's tables (compaction compares the rows appended since). */
+  private baseRows!: Record<ResourceName, number>;
+  /** Whether a compaction this compactor started itself is under way. */
+  private running = false;
+
+  constructor(
+    private readonly generations: Generations,
+    private readonly writer: ChangeWriter,
+    private readonly fraction: number | false = COMPACT_FRACTION,
+  ) {
+    this.setBase(generations.current);
+  }
+
+  /** The data of `gen` with indexes that cover exactly its rows: as they are for the base, else compacted now (synchronously). */
+  compactedImage(gen: Generation): Compacted {
+    if (gen.id === this.baseId) return { store: gen.store, indexes: gen.access.base };
+    return compactNow(gen.store, gen.access);
+  }
+
+  /**
+   * Compacts the newest generation in steps between queries, after any change already asked for
+   * (changes asked for meanwhile wait for it), and publishes it.
+   */
+  compact(): Promise<void> {
+    return this.writer.exclusive(async () => {
+      const g = this.generations.current;
+      if (g.id === this.baseId) return;
+      const { store, indexes } = await runYielding(compactSteps(g.store, g.access));
+      const compacted: Generation = { id: this.generations.nextId(), store, access: new StoreAccess(store, indexes) };
+      this.writer.rebase();
+      this.setBase(compacted);
+      this.generations.publish(compacted);
+    });
+  }
+
+  /** After a change: starts a compaction when the newest generation carries enough dead and appended rows. */
+  afterChange(): void {
+    if (this.fraction === false || this.running) return;
+    const g = this.generations.current;
+    if (!worthCompacting(g.store, g.access, this.baseRows, this.fraction)) return;
+    this.running = true;
+    this.compact().then(
+      () => (this.running = false),
+      (e: unknown) => {
+        this.running = false;
+        // A defect, not bad input (the data was valid when it went in): say so, keep serving.
+        process.emitWarning(`reso-engine: compaction failed, the engine keeps its uncompacted data (${e instanceof Error ? e.message : String(e)})`);
+      },
+    );
+  }
+
+  private setBase(g: Generation): void {
+    this.baseId = g.id;
+    this.baseRows = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g.store.table(r).rowCount])) as Record<ResourceName, number>;
+  }
+}

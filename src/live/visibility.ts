@@ -1,0 +1,76 @@
+/**
+ * Visibility, written once: which rows of a generation a caller sees. A row is visible when it is
+ * live in the generation (not replaced or removed) and, for a caller limited to some sources, its
+ * listing's OriginatingSystemName is one of them. A child (Media, OpenHouse, PropertyChange) is
+ * visible through its listing's live version: its link may point at a replaced version of the
+ * listing, whose newest live row then decides. Queries, changes and the service all use this.
+ */
+import type { Generation } from '../access/generation.js';
+import { CATALOG } from '../schema/catalog.js';
+import type { ResourceName } from '../schema/types.js';
+import { ParentKeyColumn } from '../store/columns.js';
+import type { Table } from '../store/table.js';
+import { getBit } from '../util/bits.js';
+
+/** The child table's link to its listing (Property rows per child row), or null when it has none. */
+export function parentLinkOf(table: Table): Int32Array | null {
+  const parent = CATALOG[table.schema.resource].parent;
+  const link = parent === null ? undefined : table.column(parent.field);
+  return link instanceof ParentKeyColumn ? link.parentRow : null;
+}
+
+/**
+ * The live row of the listing a child row links to, or -1 (no listing, or none live): the linked
+ * row itself while it is live, else the listing's newest row by key when that one is live.
+ */
+export function liveParentRow(property: Table, parentRow: Int32Array, child: number, isDead: (row: number) => boolean): number {
+  const p = parentRow[child];
+  if (p < 0) return -1;
+  if (!isDead(p)) return p;
+  const now = property.rowOfKey(property.keyOf(p));
+  return now >= 0 && !isDead(now) ? now : -1;
+}
+
+/**
+ * The visibility of a table's rows in a generation for a caller's sources (undefined: every
+ * source), as a row test; null when every row is visible.
+ */
+export function rowVisibility(gen: Generation, table: Table, sources: readonly string[] | undefined): ((row: number) => boolean) | null {
+  const dead = gen.access.of(table).dead;
+  const alive = dead === null ? null : (row: number): boolean => !getBit(dead, row);
+  if (sources === undefined) return alive;
+  const property = gen.store.Property;
+  const osn = property.columnOf('OriginatingSystemName', 'dictionary');
+  if (!osn) return () => false;
+  const allowed = new Uint8Array(osn.dictionary.length);
+  osn.dictionary.forEach((name, code) => {
+    if (name !== null && sources.includes(name)) allowed[code] = 1;
+  });
+  const codes = osn.codes;
+  if (table === property) return alive === null ? (row) => allowed[codes[row]] === 1 : (row) => alive(row) && allowed[codes[row]] === 1;
+  const parent = parentLinkOf(table);
+  if (parent === null) return () => false;
+  const listings = gen.access.of(property);
+  if (listings.dead === null) return (row) => (alive === null || alive(row)) && parent[row] >= 0 && allowed[codes[parent[row]]] === 1;
+  const listingDead = (row: number): boolean => listings.isDead(row);
+  return (row) => {
+    if (alive !== null && !alive(row)) return false;
+    const p = liveParentRow(property, parent, row, listingDead);
+    return p >= 0 && allowed[codes[p]] === 1;
+  };
+}
+
+/** The live row of the record with this key, or -1. */
+export function liveRowOf(gen: Generation, resource: ResourceName, key: string): number {
+  const table = gen.store.table(resource);
+  const row = table.rowOfKey(key);
+  return row >= 0 && !gen.access.of(table).isDead(row) ? row : -1;
+}
+
+/** Whether a live record of the resource has this key and is visible to the sources (undefined: every source). */
+export function isVisible(gen: Generation, resource: ResourceName, key: string, sources: readonly string[] | undefined): boolean {
+  const row = liveRowOf(gen, resource, key);
+  if (row < 0) return false;
+  const visible = rowVisibility(gen, gen.store.table(resource), sources);
+  return visible === null || visible(row);
+}
