@@ -12,6 +12,7 @@
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
  *   values bucketed, each bucket sorted once (Float64Array sort), nearest rank picked.
  */
+import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
 import type { Column, JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from '../store/temporal.js';
@@ -339,7 +340,7 @@ function rankNumbers(nums: Numbers, column: Column): Ranked {
     const sorted = new Float64Array(n);
     for (let i = 0; i < n; i++) if (valid[i] !== 0) sorted[m++] = values[i];
     distinct = uniqueSorted(sorted.subarray(0, m).sort());
-    for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = 1 + search(distinct, values[i]);
+    for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = 1 + lowerBound(distinct, values[i]);
   }
   const text = (v: number): JsonValue => {
     switch (column.kind) {
@@ -410,7 +411,7 @@ function compress(keys: Uint32Array | Float64Array, card: number): { ids: Uint32
     return { ids, count };
   }
   const distinct = uniqueSorted(Float64Array.from(keys).sort());
-  for (let i = 0; i < n; i++) ids[i] = search(distinct, keys[i]);
+  for (let i = 0; i < n; i++) ids[i] = lowerBound(distinct, keys[i]);
   return { ids, count: distinct.length };
 }
 
@@ -422,14 +423,3 @@ function uniqueSorted(a: Float64Array): Float64Array {
   return a.subarray(0, m);
 }
 
-/** Index of `v` in the ascending array `a`, which holds it. */
-function search(a: Float64Array, v: number): number {
-  let lo = 0;
-  let hi = a.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (a[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}

@@ -32,7 +32,7 @@ import { SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { TableAppender, loadBatch } from '../store/append.js';
-import { getBit, setBit, clearBit } from '../util/bits.js';
+import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
@@ -352,7 +352,7 @@ export class ChangeWriter {
     const property = tables.Property;
     const from = store0.Property.rowCount;
     const to = property.rowCount;
-    const propertyDead = dead.Property ?? new Uint32Array((to + 31) >>> 5);
+    const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
     const tokens = searchTokenSources(property);
     // A view's next() reads every token of the rows it adds and removes: in slices of SEARCH_STEP_ROWS
@@ -428,7 +428,7 @@ export class ChangeWriter {
 
 /** The dead rows of `rows` rows: those dead before (`was`) and those killed since. */
 function deadBitmap(was: Uint32Array | null, rows: number, killed: Iterable<number>): Uint32Array {
-  const bits = new Uint32Array((rows + 31) >>> 5);
+  const bits = newBitmap(rows);
   if (was !== null) bits.set(was.subarray(0, Math.min(was.length, bits.length)));
   for (const row of killed) setBit(bits, row);
   return bits;

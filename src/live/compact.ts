@@ -18,7 +18,7 @@ import { searchTokenSources } from '../search/indexes.js';
 import type { StoreIndexes, StoreAccess, TableAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
-import { getBit, setBit } from '../util/bits.js';
+import { getBit, newBitmap, setBit } from '../util/bits.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
@@ -132,7 +132,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* bits(a: Uint32Array): Steps<Uint32Array> {
     let out = bitmaps.get(a);
     if (!out) {
-      const into = (out = new Uint32Array((n + 31) >>> 5));
+      const into = (out = newBitmap(n));
       yield* each(n, (i) => {
         if (getBit(a, rows[i])) setBit(into, i);
       });
