@@ -6,7 +6,7 @@
  * before the first write.
  */
 import { QueryError } from '../../errors.js';
-import { clearBit, getBit, setBit } from '../../util/bits.js';
+import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
 
 export type Elements = Float64Array | Uint32Array | Uint16Array | Int32Array;
 
@@ -55,7 +55,7 @@ export class Bits {
   }
 
   room(used: number, needed: number): void {
-    this.words.room((used + 31) >>> 5, (needed + 31) >>> 5);
+    this.words.room(wordsFor(used), wordsFor(needed));
   }
 
   /** Bits [at, at + m) from src[0, m) (every bit written, so nothing stale survives). */
@@ -78,7 +78,7 @@ export class Bits {
   }
 
   view(n: number): Uint32Array {
-    return this.words.array.subarray(0, (n + 31) >>> 5);
+    return this.words.array.subarray(0, wordsFor(n));
   }
 }
 

@@ -2,6 +2,7 @@
  * The part of a stored column by its kind, and the all-null column a field that a batch adds starts
  * from (its older rows had no value).
  */
+import { newBitmap } from '../../../util/bits.js';
 import {
   BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column,
 } from '../../columns.js';
@@ -34,7 +35,7 @@ export function partOf(name: string, c: Column): Part {
 
 /** A column of `n` nulls of a storage kind (a field a batch adds: older rows had no value). */
 export function nullColumn(kind: Column['kind'], n: number): Column {
-  const none = (): Uint32Array => new Uint32Array((n + 31) >>> 5);
+  const none = (): Uint32Array => newBitmap(n);
   switch (kind) {
     case 'number':
       return new NumberColumn(new Float64Array(n), none());
