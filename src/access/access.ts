@@ -5,7 +5,8 @@
  * per-value bitsets of dictionary columns (equality and `in`), and
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
-import { getBit, popcount32 } from '../util/bits.js';
+import { partitionPoint } from '../util/binary-search.js';
+import { getBit, newBitmap, popcount32, setBit } from '../util/bits.js';
 import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
@@ -68,7 +69,7 @@ export class TableAccess {
     if (dead === null) return null;
     if (this.liveCache === null) {
       const n = this.table.rowCount;
-      const live = new Uint32Array((n + 31) >>> 5);
+      const live = newBitmap(n);
       for (let w = 0; w < live.length; w++) live[w] = ~dead[w];
       if ((n & 31) !== 0) live[live.length - 1] &= (1 << (n & 31)) - 1;
       this.liveCache = live;
@@ -125,9 +126,9 @@ export class TableAccess {
           const at = key.indexOf('\u0000');
           const codes = table.columnOf(key.slice(0, at), 'dictionary')!.codes;
           const code = Number(key.slice(at + 1));
-          const grown = new Uint32Array((to + 31) >>> 5);
+          const grown = newBitmap(to);
           grown.set(bits);
-          for (let r = from; r < to; r++) if (codes[r] === code) grown[r >>> 5] |= 1 << (r & 31);
+          for (let r = from; r < to; r++) if (codes[r] === code) setBit(grown, r);
           access.valueBitsCache.set(key, grown);
         }
         for (const [field, counts] of this.countsCache) {
@@ -272,9 +273,9 @@ export class TableAccess {
     if (!bits) {
       if (this.valueBitsCache.size >= MAX_VALUE_BITSETS) this.valueBitsCache.delete(this.valueBitsCache.keys().next().value!);
       const c = this.table.columnOf(field, 'dictionary')!;
-      bits = new Uint32Array((this.table.rowCount + 31) >>> 5);
+      bits = newBitmap(this.table.rowCount);
       const codes = c.codes;
-      for (let r = 0; r < codes.length; r++) if (codes[r] === code) bits[r >>> 5] |= 1 << (r & 31);
+      for (let r = 0; r < codes.length; r++) if (codes[r] === code) setBit(bits, r);
       this.valueBitsCache.set(key, bits);
     }
     return bits;
@@ -338,13 +339,7 @@ function mergeInto(order: Uint32Array, from: number, to: number, compare: (a: nu
   let copied = 0;
   let k = 0;
   for (const row of added) {
-    let lo = copied;
-    let hi = order.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compare(order[mid], row) < 0) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = partitionPoint(copied, order.length, (i) => compare(order[i], row) < 0);
     out.set(order.subarray(copied, lo), k);
     k += lo - copied;
     copied = lo;

@@ -1,3 +1,5 @@
+import { partitionPoint } from '../util/binary-search.js';
+
 /**
  * A small seeded PRNG (sfc32, seeded through cyrb128 string hashing). Only 32-bit integer
  * arithmetic, so the stream is identical on every machine and JavaScript engine; nothing here
@@ -90,14 +92,8 @@ export class Weighted<T> {
 
   pick(rng: Rng): T {
     const u = rng.next();
-    let lo = 0;
-    let hi = this.cumulative.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.cumulative[mid] > u) hi = mid;
-      else lo = mid + 1;
-    }
-    return this.items[lo];
+    // The first item whose cumulative weight exceeds u; the last one when rounding leaves none.
+    return this.items[partitionPoint(0, this.cumulative.length - 1, (i) => this.cumulative[i] <= u)];
   }
 }
 

@@ -31,7 +31,8 @@ import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceN
 import { SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
-import { TableAppender, loadBatch } from '../store/append.js';
+import { loadBatch } from '../store/append/batch.js';
+import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { ParentKeyColumn } from '../store/columns.js';

@@ -14,8 +14,10 @@
  * bit-identical to these.
  */
 import { QueryError } from '../errors.js';
+import { lowerBound } from '../util/binary-search.js';
+import { getBit, newBitmap, setBit, setBitPositionsInto } from '../util/bits.js';
 import type { FieldIndex } from './postings.js';
-import { asView, lowerBound, type SearchView } from './live.js';
+import { asView, type SearchView } from './live.js';
 import { normalizeAddressToken, tokenize } from './tokenize.js';
 
 export const BM25_K1 = 1.2;
@@ -181,7 +183,7 @@ function visitSlice(
   const { termStamp, exactStamp, best, termRows } = s;
   for (let p = start; p < end; p++) {
     const row = rows[p];
-    if (dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) !== 0) continue;
+    if (dead !== null && getBit(dead, row)) continue;
     if (!exact && exactStamp[row] === stamp) continue;
     const tf = tfs[p];
     const score = (w * tf * k1p1) / (tf + BM25_K1 * (base + norm * lengths[row - lengthFrom]));
@@ -205,7 +207,7 @@ function seek(rows: Uint32Array, from: number, end: number, target: number): num
     hi += step;
     step *= 2;
   }
-  return lowerBound(rows, lo, Math.min(hi, end), target);
+  return lowerBound(rows, target, lo, Math.min(hi, end));
 }
 
 /** Each term's postings in one segment (base or tail) of a view: rows[start, end) per term. */
@@ -264,7 +266,7 @@ function conjoin(seg: Segment, driver: number, dead: Uint32Array | null, weights
   const dEnd = seg.end[driver];
   next: for (let p = seg.start[driver]; p < dEnd; p++) {
     const row = dRows[p];
-    if (dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) !== 0) continue;
+    if (dead !== null && getBit(dead, row)) continue;
     for (let i = 0; i < n; i++) {
       if (i === driver) {
         found[i] = p;
@@ -315,29 +317,20 @@ export function evaluateSearch(target: FieldIndex | SearchView, search: Prepared
     }
   }
   // Collect qualifying rows in ascending order through a bitset: O(rows/32 + matches), no sort.
-  const bits = new Uint32Array((rowCount + 31) >>> 5);
+  const bits = newBitmap(rowCount);
   let count = 0;
   const need = search.minMatches;
   for (let i = 0; i < touchedCount; i++) {
     const row = touched[i];
     if (matched[row] >= need) {
-      bits[row >>> 5] |= 1 << (row & 31);
+      setBit(bits, row);
       count++;
     }
   }
   const outRows = new Uint32Array(count);
+  setBitPositionsInto(bits, outRows);
   const outScores = new Float64Array(count);
-  let k = 0;
-  for (let w = 0; w < bits.length && k < count; w++) {
-    let word = bits[w];
-    while (word !== 0) {
-      const bit = 31 - Math.clz32(word & -word);
-      const row = (w << 5) | bit;
-      outRows[k] = row;
-      outScores[k++] = total[row];
-      word &= word - 1;
-    }
-  }
+  for (let k = 0; k < count; k++) outScores[k] = total[outRows[k]];
   for (let i = 0; i < touchedCount; i++) matched[touched[i]] = 0;
   return { rows: outRows, scores: outScores };
 }

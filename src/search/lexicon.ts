@@ -10,6 +10,7 @@
  * before it while that one is no longer), so there are O(log n) runs and each term is merged
  * O(log n) times over its life.
  */
+import { partitionPoint } from '../util/binary-search.js';
 import type { FieldIndex } from './postings.js';
 
 const LETTERS_ONLY = /^\p{L}+$/u;
@@ -71,13 +72,7 @@ export class Lexicon {
     const { terms } = this.vocabulary;
     const first = this.firstId;
     for (const sorted of this.runs) {
-      let lo = 0;
-      let hi = sorted.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (terms[sorted[mid] - first] < prefix) lo = mid + 1;
-        else hi = mid;
-      }
+      const lo = partitionPoint(0, sorted.length, (i) => terms[sorted[i] - first] < prefix);
       for (let i = lo; i < sorted.length && terms[sorted[i] - first].startsWith(prefix); i++) out.push(sorted[i]);
     }
     return out;

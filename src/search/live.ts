@@ -36,6 +36,8 @@
  * row set in `dead` but alive before is in `removed`; `tokensOf` gives a row the tokens it was (or
  * is being) indexed with.
  */
+import { lowerBound } from '../util/binary-search.js';
+import { getBit } from '../util/bits.js';
 import type { FieldIndex } from './postings.js';
 import { Lexicon, lexiconOf, type Vocabulary } from './lexicon.js';
 import { normalizeAddressToken } from './tokenize.js';
@@ -92,14 +94,7 @@ class TailList {
   endBelow(rowCount: number): number {
     const n = this.length;
     if (n === 0 || this.rows[n - 1] < rowCount) return n;
-    let lo = 0;
-    let hi = n;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.rows[mid] < rowCount) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.rows, rowCount, 0, n);
   }
 }
 
@@ -273,7 +268,7 @@ export class SearchView {
     let removedLength = 0;
     for (let i = 0; i < removed.length; i++) {
       const row = removed[i];
-      if (!(row >= 0 && row < to) || once.has(row) || ((dead[row >>> 5] >>> (row & 31)) & 1) === 0 || (row < from && this.isDead(row))) {
+      if (!(row >= 0 && row < to) || once.has(row) || !getBit(dead, row) || (row < from && this.isDead(row))) {
         throw new RangeError(`SearchView.next: removed row ${row} is not a row that was alive and is dead now (or is listed twice)`);
       }
       once.add(row);
@@ -337,7 +332,7 @@ export class SearchView {
   isDead(row: number): boolean {
     if (row >= this.rowCount) return true;
     const dead = this.deadBits;
-    return dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) === 1;
+    return dead !== null && getBit(dead, row);
   }
 
   /** The view's id of a term (already tokenized and normalized), or -1. */
@@ -400,12 +395,12 @@ export class SearchView {
     if (row < baseRows) {
       const { rows, tfs } = this.base;
       const end = this.baseEnd(id);
-      const p = lowerBound(rows, this.baseStart(id), end, row);
+      const p = lowerBound(rows, row, this.baseStart(id), end);
       return p < end && rows[p] === row ? tfs[p] : 0;
     }
     const tail = this.tailPostings(id);
     if (!tail) return 0;
-    const p = lowerBound(tail.rows, 0, tail.end, row);
+    const p = lowerBound(tail.rows, row, 0, tail.end);
     return p < tail.end && tail.rows[p] === row ? tail.tfs[p] : 0;
   }
 
@@ -426,18 +421,6 @@ export class SearchView {
   private belowBound(ids: number[], out: number[]): void {
     for (const id of ids) if (id < this.termCount) out.push(id);
   }
-}
-
-/** The first position in rows[from, end) holding a row >= target. */
-export function lowerBound(rows: Uint32Array, from: number, end: number, target: number): number {
-  let lo = from;
-  let hi = end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (rows[mid] < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 const views = new WeakMap<FieldIndex, SearchView>();

@@ -26,9 +26,11 @@
  * or evaluate every match and keep the top k with a heap. DESIGN.md "Text search" has the
  * measurements. Scores are bit-identical to evaluateSearch's on the same view.
  */
+import { lowerBound } from '../util/binary-search.js';
+import { getBit } from '../util/bits.js';
 import { TopKHeap } from '../util/top-k.js';
 import { BM25_B, INEXACT_WEIGHT, evaluateSearch, idf, lengthNorm, termScore, termWeight, type PreparedSearch } from './bm25.js';
-import { asView, lowerBound, type SearchView, type TailPostings } from './live.js';
+import { asView, type SearchView, type TailPostings } from './live.js';
 import type { FieldIndex } from './postings.js';
 
 /** Terms with fewer postings than this are cheaper to evaluate in full than to impact-sort. */
@@ -148,18 +150,18 @@ function viewTerm(view: SearchView, id: number): ViewTerm {
 function scoreIn(view: SearchView, t: ViewTerm, row: number, norm: number): number {
   const { base } = view;
   if (row < base.rowCount) {
-    const p = lowerBound(base.rows, t.start, t.end, row);
+    const p = lowerBound(base.rows, row, t.start, t.end);
     if (p === t.end || base.rows[p] !== row) return -1;
     return t.same ? t.impacts!.scores[p - t.start] : termScore(t.w, base.tfs[p], base.lengths[row], norm);
   }
   const tail = t.tail;
   if (!tail) return -1;
-  const p = lowerBound(tail.rows, 0, tail.end, row);
+  const p = lowerBound(tail.rows, row, 0, tail.end);
   if (p === tail.end || tail.rows[p] !== row) return -1;
   return termScore(t.w, tail.tfs[p], view.tailLengths[row - base.rowCount], norm);
 }
 
-const isDeadIn = (dead: Uint32Array | null, row: number): boolean => dead !== null && ((dead[row >>> 5] >>> (row & 31)) & 1) === 1;
+const isDeadIn = (dead: Uint32Array | null, row: number): boolean => dead !== null && getBit(dead, row);
 
 /** The k best live rows by relevance (ties by tie rank), best first, with their scores. */
 export function rankSearch(target: FieldIndex | SearchView, search: PreparedSearch, k: number, options: RankOptions = {}): RankedMatch {
@@ -233,7 +235,7 @@ export function rankSearch(target: FieldIndex | SearchView, search: PreparedSear
       let score = 0;
       let j = 0;
       for (; j < m; j++) {
-        const q = j === driverAt ? d.start + p : lowerBound(rows, starts[j], ends[j], row);
+        const q = j === driverAt ? d.start + p : lowerBound(rows, row, starts[j], ends[j]);
         if (q === ends[j] || rows[q] !== row) break;
         const c = cached[j];
         score += c !== null ? c[q - starts[j]] : termScore(terms[j].w, tfs[q], lengths[row], norm);

@@ -45,6 +45,7 @@ import {
 import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
 import { Table } from '../store/table.js';
+import { wordsFor } from '../util/bits.js';
 import { readSnapshotFile, SnapshotError, writeSnapshotFile, type SnapshotArray, type SnapshotContents, type SnapshotErrorCode } from './file.js';
 
 /** Names what wrote the meta (a container file from elsewhere is SnapshotForeign). */
@@ -252,8 +253,6 @@ function sparse(v: unknown, n: number, what: string): Map<number, string> | null
   return map;
 }
 
-const words = (n: number): number => (n + 31) >>> 5;
-
 /** Offsets into something of `size` elements: from `first` on, never decreasing, ending at or below (exact: at) size. */
 function checkOffsets(offsets: Uint32Array, size: number, exact: boolean, what: string): void {
   let prev = offsets[0];
@@ -298,7 +297,7 @@ class Arrays {
   }
 
   bitmap(ref: unknown, rows: number, what: string): Uint32Array {
-    return this.u32(ref, words(rows), what);
+    return this.u32(ref, wordsFor(rows), what);
   }
 
   codes(ref: unknown, length: number | null, what: string): Uint16Array | Uint32Array {

@@ -5,7 +5,7 @@
  * (or of the loader's scratch arena), so strings are copied or matched as bytes, never decoded.
  */
 import { QueryError } from '../errors.js';
-import { resizeBitmap } from '../util/bits.js';
+import { getBit, newBitmap, resizeBitmap, setBit } from '../util/bits.js';
 import { ByteIndex, type ByteStore } from './byte-index.js';
 import { allocBytes, copyBytes, decodeUtf8, growBytes, hashBytes, writeUtf8 } from './bytes.js';
 import {
@@ -51,7 +51,7 @@ export class NumberBuilder {
 
   constructor(capacity: number) {
     this.values = new Float64Array(capacity);
-    this.validity = new Uint32Array((capacity + 31) >>> 5);
+    this.validity = newBitmap(capacity);
   }
 
   protected resize(cap: number): void {
@@ -73,7 +73,7 @@ export class NumberBuilder {
   write(row: number, value: number): void {
     if (row >= this.values.length) this.grow(row + 1);
     this.values[row] = value;
-    this.validity[row >>> 5] |= 1 << (row & 31);
+    setBit(this.validity, row);
   }
 
   freezeNumbers(n: number): NumberColumn {
@@ -128,7 +128,7 @@ export class TimestampBuilder extends NumberBuilder {
 
   /** The text of an already written row (used when a local field widens to Edm.String). */
   textOf(row: number): string | null {
-    if (!(this.validity[row >>> 5] & (1 << (row & 31)))) return null;
+    if (!getBit(this.validity, row)) return null;
     const text = this.exceptions?.get(row);
     if (text !== undefined) return text;
     return formatTimestamp(this.values[row], this.styles === null ? CANONICAL_STYLE : this.styleTable[this.styles[row]]);
@@ -147,7 +147,7 @@ export class TimestampBuilder extends NumberBuilder {
 
 /** The text of a date row (used when a local field widens to Edm.String). */
 export function dateTextOf(b: NumberBuilder, row: number): string | null {
-  return b.validity[row >>> 5] & (1 << (row & 31)) ? formatDate(b.values[row]) : null;
+  return getBit(b.validity, row) ? formatDate(b.values[row]) : null;
 }
 
 export class BooleanBuilder {
@@ -155,8 +155,8 @@ export class BooleanBuilder {
   validity: Uint32Array;
 
   constructor(capacity: number) {
-    this.bits = new Uint32Array((capacity + 31) >>> 5);
-    this.validity = new Uint32Array((capacity + 31) >>> 5);
+    this.bits = newBitmap(capacity);
+    this.validity = newBitmap(capacity);
   }
 
   reserve(rows: number): void {
@@ -167,11 +167,9 @@ export class BooleanBuilder {
   }
 
   write(row: number, value: boolean): void {
-    const w = row >>> 5;
-    if (w >= this.bits.length) this.reserve(nextCapacity(this.bits.length * 32, row + 1));
-    const bit = 1 << (row & 31);
-    this.validity[w] |= bit;
-    if (value) this.bits[w] |= bit;
+    if (row >>> 5 >= this.bits.length) this.reserve(nextCapacity(this.bits.length * 32, row + 1));
+    setBit(this.validity, row);
+    if (value) setBit(this.bits, row);
   }
 
   freeze(n: number): BooleanColumn {
@@ -194,7 +192,7 @@ export class TextBuilder implements ByteStore {
   constructor(capacity: number, byteCapacity = capacity * 16) {
     this.bytes = allocBytes(byteCapacity);
     this.offsets = new Uint32Array(capacity + 1);
-    this.validity = new Uint32Array((capacity + 31) >>> 5);
+    this.validity = newBitmap(capacity);
   }
 
   private resizeRows(cap: number): void {
@@ -233,7 +231,7 @@ export class TextBuilder implements ByteStore {
   private finish(row: number): void {
     this.offsets[row + 1] = this.end;
     this.filled = row + 2;
-    this.validity[row >>> 5] |= 1 << (row & 31);
+    setBit(this.validity, row);
   }
 
   /** Row `row` (greater than every row written before) gets src[s, e). */
@@ -258,7 +256,7 @@ export class TextBuilder implements ByteStore {
   }
 
   get(row: number): string | null {
-    if (row + 1 >= this.filled || !(this.validity[row >>> 5] & (1 << (row & 31)))) return null;
+    if (row + 1 >= this.filled || !getBit(this.validity, row)) return null;
     return decodeUtf8(this.bytes, this.offsets[row], this.offsets[row + 1]);
   }
 
@@ -399,7 +397,7 @@ export class CollectionBuilder {
 
   constructor(capacity: number) {
     this.offsets = new Uint32Array(capacity + 1);
-    this.validity = new Uint32Array((capacity + 31) >>> 5);
+    this.validity = newBitmap(capacity);
   }
 
   reserve(rows: number): void {
@@ -424,7 +422,7 @@ export class CollectionBuilder {
     for (let r = this.filled; r <= row; r++) this.offsets[r] = this.count;
     this.offsets[row + 1] = this.count;
     this.filled = row + 2;
-    this.validity[row >>> 5] |= 1 << (row & 31);
+    setBit(this.validity, row);
   }
 
   add(row: number, src: Uint8Array, s: number, e: number): void {

@@ -2,8 +2,8 @@
  * One resource's rows as an immutable column segment: dense row ids 0..rowCount-1 in load order,
  * typed column access by field name, the key index, and records rebuilt on demand in the schema's
  * stable field order. Upserts and removals make a new Table over longer views of the same arrays
- * (src/store/append.ts) with a dead-row bitmap beside it (DESIGN.md, "Change"); a Table itself
- * never changes.
+ * (src/store/append/table-appender.ts) with a dead-row bitmap beside it (DESIGN.md, "Change"); a
+ * Table itself never changes.
  */
 import type { TableSchema } from '../schema/table-schema.js';
 import type { ResourceName } from '../schema/types.js';

@@ -30,6 +30,23 @@ export function resizeBitmap(bitmap: Uint32Array, bits: number): Uint32Array {
   return out;
 }
 
+/**
+ * Writes the positions of the set bits, ascending, to out[0..] and returns how many it wrote:
+ * a bitset turned into a sorted row list in O(words + set bits), without sorting. Stops at the
+ * first word after `out` is full, so `out` should have room for every set bit.
+ */
+export function setBitPositionsInto(bitmap: Uint32Array, out: Uint32Array): number {
+  let k = 0;
+  for (let w = 0; w < bitmap.length && k < out.length; w++) {
+    let word = bitmap[w];
+    while (word !== 0) {
+      out[k++] = (w << 5) | (31 - Math.clz32(word & -word));
+      word &= word - 1;
+    }
+  }
+  return k;
+}
+
 /** Number of set bits among the first `bits` bits. */
 export function popcount(bitmap: Uint32Array, bits: number): number {
   let n = 0;

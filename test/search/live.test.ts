@@ -464,7 +464,8 @@ describe('SearchView bookkeeping', () => {
 describe('searchTokenSources', () => {
   it('emits the tokens buildSearchIndexes indexes, for a loaded table and a generation appended to it', async () => {
     const { loadRecords } = await import('../../src/store/load.js');
-    const { TableAppender, loadBatch } = await import('../../src/store/append.js');
+    const { loadBatch } = await import('../../src/store/append/batch.js');
+    const { TableAppender } = await import('../../src/store/append/table-appender.js');
     const records = [...generateListings({ listings: 240, seed: 'token-sources' })].map((l) => l.property);
     records[0] = { ...records[0], ListAgentFullName: '', ListAgentFirstName: 'Zoë', ListAgentLastName: "O'Brien" };
     const base = loadRecords({ Property: records.slice(0, 200) }).Property;

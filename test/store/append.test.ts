@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
-import { TableAppender, loadBatch } from '../../src/store/append.js';
+import { loadBatch } from '../../src/store/append/batch.js';
+import { TableAppender } from '../../src/store/append/table-appender.js';
 import { ByteIndex } from '../../src/store/byte-index.js';
 import type { CollectionColumn, DictionaryColumn, ParentKeyColumn } from '../../src/store/columns.js';
 import { DataError } from '../../src/store/errors.js';

@@ -1,0 +1,45 @@
+/**
+ * Batches for `TableAppender.append`: `loadBatch` reads one resource's records with the loader's
+ * own code into a Table, and remembers which Property table a child batch was linked to as it was
+ * read, so that `LinkPart` (parts/link.ts) can take the links as they are when `append` is given
+ * the same parent.
+ */
+import { CATALOG } from '../../schema/catalog.js';
+import type { ResourceName } from '../../schema/types.js';
+import { TableBuilder } from '../ingest.js';
+import { SkipLog } from '../record.js';
+import type { Table } from '../table.js';
+
+export interface BatchOptions {
+  /**
+   * Child resources: the Property table to link to as the records are read (rows of it end up in
+   * the batch's link column, and `append` with the same `parent` takes them as they are). Without
+   * it the link is kept as text and resolved by `append`.
+   */
+  readonly parent?: Table;
+  /** The clock for the batch's DaysOnMarket (the appended generations use the table's clock). */
+  readonly now?: () => number;
+}
+
+/** Batches loaded by `loadBatch` against a parent: batch -> that Property table. */
+export const linkedTo = new WeakMap<Table, Table>();
+
+/**
+ * Loads one resource's batch records into a Table for `TableAppender.append` (errors as the
+ * loader reports them: DataError with the record number). A child batch needs no Property
+ * records: its listing keys are resolved against `options.parent`, or later by `append`.
+ */
+export function loadBatch(resource: ResourceName, records: readonly unknown[], options: BatchOptions = {}): Table {
+  const child = CATALOG[resource].parent !== null;
+  const b = new TableBuilder(resource, {
+    skipBadRecords: false,
+    skipLog: new SkipLog(),
+    now: options.now ?? (() => Date.now()),
+    parent: child ? options.parent : undefined,
+    deferParent: child && options.parent === undefined,
+  });
+  for (let i = 0; i < records.length; i++) b.addValue(records[i], i + 1);
+  const table = b.finish();
+  if (child && options.parent !== undefined) linkedTo.set(table, options.parent);
+  return table;
+}

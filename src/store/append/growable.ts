@@ -1,0 +1,99 @@
+/**
+ * Growable arrays behind the columns of every generation: elements (and bits) below an older
+ * view's end are never written again, so a generation handed out stays valid while appends write
+ * past it; a backing array that runs out of room is replaced by a larger copy. An array the
+ * appender did not allocate (the loaded segment's, maybe a view into a shared buffer) is copied
+ * before the first write.
+ */
+import { QueryError } from '../../errors.js';
+import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
+
+export type Elements = Float64Array | Uint32Array | Uint16Array | Int32Array;
+
+const MIN_CAPACITY = 1024;
+const MAX_BYTES = 0xffff_ffff;
+
+/** Elements for `needed`: an array of ours doubles; the first copy of a loaded one gets 1/8 more. */
+export function capacity(owned: boolean, length: number, needed: number): number {
+  return owned ? Math.max(needed, length * 2) : Math.max(needed + (needed >>> 3), MIN_CAPACITY);
+}
+
+/**
+ * The array behind one column array of every generation. Elements [0, used) are final (older
+ * views cover them); appends write beyond. An array the appender did not allocate (the loaded
+ * segment's) is never written: the first `room` copies it.
+ */
+export class Backing<T extends Elements> {
+  private owned = false;
+  constructor(public array: T) {}
+
+  /** The array, with room for `needed` elements, the first `used` kept. */
+  room(used: number, needed: number): T {
+    if (this.owned && needed <= this.array.length) return this.array;
+    return this.copy(used, needed, this.array.constructor as new (n: number) => T);
+  }
+
+  /** Codes past 65,535: the same elements in a Uint32Array of room for `needed`. */
+  widen(this: Backing<Uint16Array | Uint32Array>, used: number, needed: number): void {
+    if (this.array instanceof Uint16Array) this.copy(used, needed, Uint32Array);
+  }
+
+  private copy<U extends Elements>(used: number, needed: number, make: new (n: number) => U): U {
+    const next = new make(capacity(this.owned, this.array.length, needed));
+    next.set(this.array.subarray(0, used));
+    (this as unknown as Backing<U>).array = next;
+    this.owned = true;
+    return next;
+  }
+}
+
+/** A bitmap behind every generation's view: bits above a view's row count may change. */
+export class Bits {
+  private readonly words: Backing<Uint32Array>;
+  constructor(bitmap: Uint32Array) {
+    this.words = new Backing(bitmap);
+  }
+
+  room(used: number, needed: number): void {
+    this.words.room(wordsFor(used), wordsFor(needed));
+  }
+
+  /** Bits [at, at + m) from src[0, m) (every bit written, so nothing stale survives). */
+  copy(src: Uint32Array, m: number, at: number): void {
+    const w = this.words.array;
+    for (let r = 0; r < m; r++) {
+      if (getBit(src, r)) setBit(w, at + r);
+      else clearBit(w, at + r);
+    }
+  }
+
+  clear(at: number, m: number): void {
+    const w = this.words.array;
+    for (let r = 0; r < m; r++) clearBit(w, at + r);
+  }
+
+  put(row: number, on: boolean): void {
+    if (on) setBit(this.words.array, row);
+    else clearBit(this.words.array, row);
+  }
+
+  view(n: number): Uint32Array {
+    return this.words.array.subarray(0, wordsFor(n));
+  }
+}
+
+/** Text bytes: as Backing, for a Buffer. */
+export class ByteBacking {
+  private owned = false;
+  constructor(public bytes: Buffer) {}
+
+  room(used: number, needed: number): Buffer {
+    if (this.owned && needed <= this.bytes.length) return this.bytes;
+    if (needed > MAX_BYTES) throw new QueryError('DataTooLarge', 'A text column holds more than 4 GiB of text.');
+    const next = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
+    this.bytes.copy(next, 0, 0, used);
+    this.bytes = next;
+    this.owned = true;
+    return next;
+  }
+}

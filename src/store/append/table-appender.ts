@@ -1,0 +1,224 @@
+/**
+ * TableAppender, and the design of src/store/append/ as a whole. Appending rows to a table without disturbing the tables already handed out: the first brick of
+ * DESIGN.md "Change". A `TableAppender` owns, for one table, a growable backing array behind
+ * every column; each `append(batch)` writes the batch's rows beyond the last generation's rows
+ * and returns a NEW `Table` (a *generation*) whose columns are new column objects holding
+ * exact-length views of the backing arrays. An older generation keeps its views, and nothing it
+ * can see is ever written again:
+ *
+ * - values, offsets, codes and bytes are written only past the older views' ends; a backing
+ *   array that runs out of room is replaced by a larger copy (capacity doubles), and the older
+ *   generations keep the old array. The loaded segment's own arrays are never written: the first
+ *   append copies them (with 1/8 headroom), since they may be views into a shared buffer.
+ * - validity and value bitmaps share their last word with the older view; only bits above the
+ *   older row count change there, which that generation never reads.
+ * - dictionaries, style tables, the timestamp exception map and the unlinked-parent map are
+ *   copied when an append adds to them, so each generation holds its own (an older column's
+ *   `dictionary.length` and lazily computed `ranks` stay what they were; a new column object
+ *   computes its ranks afresh).
+ * - Location/RawLocation keep sharing the Latitude/Longitude arrays, and DaysOnMarket the
+ *   service_DaysOnMarketReferenceTimestamp arrays: each generation's derived columns are built
+ *   on the very view objects of its Latitude/Longitude/reference columns.
+ *
+ * The key index of a generation is the loaded segment's, untouched, plus one delta over the
+ * appended rows shared by every generation (key-delta.ts).
+ *
+ * A batch is a Table built by the loader from the batch's records (`loadRecords` or `loadBatch`)
+ * for the same resource. Its columns are converted into the table's storage kinds (a dictionary
+ * the batch's loader made text, a local string field whose batch values looked like dates, a
+ * field the batch lacks: all nulls). A batch field with values that the table does not have, or
+ * whose type the table's field cannot hold, is rejected with a `DataError` coded
+ * `SchemaMismatch` before anything is written; a child whose listing the given Property table
+ * lacks is rejected as `MissingParent`, also before anything is written.
+ *
+ * The engine's ChangeWriter (src/live/change.ts) drives it. Appended generations must not be
+ * packed for another thread (transfer.ts transfers, i.e. detaches, buffers the other generations
+ * share).
+ *
+ * The folder: batch.ts (loadBatch), schema-fit.ts (the checks before anything is written),
+ * growable.ts (the backing arrays), parts/ (one column across generations, by storage kind),
+ * key-delta.ts (the generations' key index) and this file, which ties them together.
+ */
+import { CATALOG } from '../../schema/catalog.js';
+import { TableSchema } from '../../schema/table-schema.js';
+import type { FieldDef, ResourceName } from '../../schema/types.js';
+import type { ByteIndex } from '../byte-index.js';
+import { ParentKeyColumn, type Column, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
+import { Table } from '../table.js';
+import { GenerationKeyIndex, KeyDelta } from './key-delta.js';
+import { DaysOnMarketPart, PointPart } from './parts/derived.js';
+import { LinkPart } from './parts/link.js';
+import { NumberPart, TimestampPart } from './parts/number.js';
+import type { Batch, Part } from './parts/part.js';
+import { nullColumn, partOf } from './parts/part-of.js';
+import { firstValue, schemaMismatch, typeFits, typeName } from './schema-fit.js';
+
+export interface AppendOptions {
+  /**
+   * Child tables (Media, OpenHouse, PropertyChange): the Property generation the children link
+   * to, normally the one the same change produced. Each batch row's listing key is resolved
+   * against it (an upserted listing: its newest row), and the new generation reads its parents'
+   * keys from it. Required for a table with a parent link; never older than the last one given.
+   */
+  readonly parent?: Table;
+}
+
+/**
+ * Appends batches to one table, producing a new generation (Table) per batch; see the module
+ * comment. `table` is the newest generation; every generation returned stays valid and unchanged.
+ */
+export class TableAppender {
+  readonly resource: ResourceName;
+  private schemaNow: TableSchema;
+  private parts: Part[];
+  private keyAt: number;
+  private readonly baseIndex: ByteIndex;
+  private readonly delta: KeyDelta;
+  private readonly clock: () => number;
+  private current: Table;
+
+  constructor(base: Table) {
+    this.resource = base.resource;
+    this.schemaNow = base.schema;
+    this.clock = base.clock;
+    this.current = base;
+    this.baseIndex = base.keyIndex;
+    this.delta = new KeyDelta(base.rowCount);
+    this.keyAt = base.schema.indexOf(base.schema.key);
+    const link = CATALOG[base.resource].parent;
+    const numbers: NumberPart[] = [];
+    const timestamps: TimestampPart[] = [];
+    const parts = base.schema.fields.map((f, i): Part | null => {
+      const c = base.columns[i];
+      if (c.kind === 'point' || c.kind === 'daysOnMarket') return null; // derived from other columns: below
+      if (c instanceof ParentKeyColumn) {
+        if (link !== null && link.field === f.name) return new LinkPart(f.name, c, link);
+        throw new Error(`${base.resource}.${f.name}: cannot append to this text column`);
+      }
+      const p = partOf(f.name, c);
+      if (p instanceof NumberPart) numbers.push(p);
+      if (p instanceof TimestampPart) timestamps.push(p);
+      return p;
+    });
+    this.parts = parts.map((p, i) => {
+      if (p !== null) return p;
+      const c = base.columns[i];
+      const name = base.schema.fields[i].name;
+      return c.kind === 'point' ? new PointPart(name, c, numbers) : new DaysOnMarketPart(name, c as DaysOnMarketColumn, timestamps);
+    });
+  }
+
+  /** The newest generation. */
+  get table(): Table {
+    return this.current;
+  }
+
+  /**
+   * One step per column that makes room for `m` more rows (reserve): an upsert runs them, with the
+   * event loop yielded between, before its first append, so the first append after a load (which
+   * copies every column of the loaded segment) or a doubling does not copy them all at once.
+   */
+  reserveSteps(m: number): Array<() => void> {
+    const n = this.current.rowCount;
+    return this.parts.map((part) => () => part.reserve(n, m));
+  }
+
+  /** The newest generation's schema (a batch may add fields). */
+  get schema(): TableSchema {
+    return this.schemaNow;
+  }
+
+  /**
+   * Fields the batch carries values of that the table lacks: each becomes a new column (nulls in
+   * every older row) and the schema gains it, ordered as the loader orders fields, as a data set
+   * whose records carried it from the start would have it. Derived and link fields are never new.
+   */
+  private addFields(batch: Table, m: number): void {
+    const added: FieldDef[] = [];
+    for (const f of batch.schema.fields) {
+      if (this.schemaNow.indexOf(f.name) >= 0) continue;
+      const src = batch.column(f.name)!;
+      if (firstValue(src, m) < 0) continue;
+      if (src.kind === 'point' || src.kind === 'daysOnMarket' || src instanceof ParentKeyColumn) {
+        throw schemaMismatch(this.resource, f.name, `the ${this.resource} table has no field ${f.name}, and it cannot be added by a batch`);
+      }
+      added.push(f);
+    }
+    if (added.length === 0) return;
+    const n = this.current.rowCount;
+    const byName = new Map(this.schemaNow.fields.map((f, i) => [f.name, this.parts[i]]));
+    for (const f of added) byName.set(f.name, partOf(f.name, nullColumn(batch.column(f.name)!.kind, n)));
+    const fields = [...this.schemaNow.fields, ...added];
+    this.schemaNow = new TableSchema(this.resource, this.schemaNow.key, fields.filter((f) => f.origin !== 'local'), fields.filter((f) => f.origin === 'local'));
+    this.parts = this.schemaNow.fields.map((f) => byName.get(f.name)!);
+    this.keyAt = this.schemaNow.indexOf(this.schemaNow.key);
+  }
+
+  /**
+   * Saves the appender's state; the function returned rolls every append made since back (a
+   * change that failed part-way): the newest generation is the one of the checkpoint again, and
+   * the rows written after it are overwritten by the next append. Generations handed out before
+   * the checkpoint are untouched; ones handed out after it must be dropped.
+   */
+  checkpoint(): () => void {
+    const table = this.current;
+    const { schemaNow, parts: partList, keyAt } = this;
+    const parts = partList.map((p) => p.checkpoint());
+    return () => {
+      for (const restore of parts) restore();
+      Object.assign(this, { schemaNow, parts: partList, keyAt });
+      this.delta.truncate(table.rowCount);
+      this.current = table;
+    };
+  }
+
+  /**
+   * Appends the batch's rows after the newest generation's and returns the new generation. A key
+   * the table already has is an upsert: the new generation's `rowOfKey` finds the new row, every
+   * older generation still its own. Throws before writing anything when the batch does not fit
+   * (SchemaMismatch, MissingParent).
+   */
+  append(batch: Table, options: AppendOptions = {}): Table {
+    const resource = this.resource;
+    if (batch.resource !== resource) throw schemaMismatch(resource, null, `a ${batch.resource} batch cannot be appended to ${resource}`);
+    const m = batch.rowCount;
+    if (m === 0) return this.current;
+    const restore = { schemaNow: this.schemaNow, parts: this.parts, keyAt: this.keyAt };
+    this.addFields(batch, m);
+    try {
+      return this.write(batch, m, options);
+    } catch (e) {
+      Object.assign(this, restore); // nothing was written: the fields added for this batch go too
+      throw e;
+    }
+  }
+
+  private write(batch: Table, m: number, options: AppendOptions): Table {
+    const resource = this.resource;
+    const ctx: Batch = { resource, table: batch, rows: m, parent: options.parent };
+    const writes = this.parts.map((part, i) => {
+      const def = this.schema.fields[i];
+      const batchDef = batch.schema.field(def.name);
+      const col = batchDef === undefined ? undefined : batch.column(def.name);
+      let src: Column | null = null;
+      if (col !== undefined) {
+        const row = firstValue(col, m);
+        if (row >= 0) {
+          if (!typeFits(def, batchDef!)) {
+            throw schemaMismatch(resource, def.name, `${def.name} is ${typeName(def)} in the ${resource} table; the batch's values are ${typeName(batchDef!)} (batch row ${row + 1})`);
+          }
+          src = col;
+        }
+      }
+      return part.prepare(src, ctx);
+    });
+    const n = this.current.rowCount;
+    const total = n + m;
+    for (const write of writes) write(n);
+    const columns = this.parts.map((p) => p.column(total));
+    const keys = columns[this.keyAt] as Utf8TextColumn;
+    this.delta.insert(keys, n, total, this.baseIndex);
+    this.current = new Table(resource, this.schemaNow, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock);
+    return this.current;
+  }
+}
