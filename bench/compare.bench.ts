@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DoneReport, FamilyReport, LoadReport } from './compare/child.js';
-import { CHECK, FAMILY_IDS, familiesOf, type Answer, type FamilyId } from './compare/families.js';
+import { CHECK, FAMILY_IDS, type Answer, type FamilyId } from './compare/families.js';
 import { benchDataset } from './data.js';
 import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './lib.js';
 

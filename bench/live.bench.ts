@@ -125,6 +125,7 @@ async function openEngine(size: number, dir: string, work: string, log: (line: s
     t = performance.now();
     snapshotBytes = fresh.save(cached).bytes;
     saveSeconds = seconds(t);
+    // eslint-disable-next-line no-useless-assignment -- drops the reference so the GC can free it before the next engine opens
     fresh = null; // one engine in memory at a time
   } else {
     snapshotBytes = statSync(cached).size;

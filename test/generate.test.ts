@@ -178,7 +178,7 @@ describe('value distributions', () => {
       // Skip the deliberate defects: missing, 0,0, and latitude/longitude swapped (every city here
       // has a positive latitude and a negative longitude).
       if (lat === undefined || lon === undefined || lat <= 0 || lon >= 0) continue;
-      const c = cities.get(`${p.City}|${p.StateOrProvince}`)!;
+      const c = cities.get(`${String(p.City)}|${String(p.StateOrProvince)}`)!;
       expect(c.postalCodes, p.ListingKey as string).toContain(p.PostalCode ?? c.postalCodes[0]);
       expect(Math.abs(lat - c.lat), p.ListingKey as string).toBeLessThanOrEqual(c.dLat);
       expect(Math.abs(lon - c.lon), p.ListingKey as string).toBeLessThanOrEqual(c.dLon);

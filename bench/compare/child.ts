@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { FAMILY_IDS, familiesOf, type Answer, type FamilyId, type FamilyParams } from './families.js';
+import { FAMILY_IDS, familiesOf, type Answer, type FamilyId } from './families.js';
 import type { PeerFactory } from './peer.js';
 import { timeTasks } from '../lib.js';
 
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
   const reports: Partial<Record<FamilyId, FamilyReport>> = {};
   for (const id of wanted) {
     try {
-      const run = peer.prepare(id, families.params[id] as FamilyParams[typeof id], families);
+      const run = peer.prepare(id, families.params[id], families);
       if (typeof run === 'string') {
         reports[id] = { status: 'n/a', reason: run };
         continue;

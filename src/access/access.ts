@@ -378,7 +378,7 @@ export class StoreAccess {
    * table access structures (with their dead rows).
    */
   constructor(readonly store: Store, indexes?: StoreIndexes | LiveIndexes, tables?: Map<Table, TableAccess>) {
-    this.tables = tables ?? new Map();
+    this.tables = tables ?? new Map<Table, TableAccess>();
     if (indexes !== undefined && 'base' in indexes) {
       this.search = indexes.search;
       this.points = indexes.points;

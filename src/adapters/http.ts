@@ -63,7 +63,7 @@ function requestOf(req: IncomingMessage, origin: string, signal: AbortSignal): R
     headers,
     signal,
     ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
-  } as RequestInit);
+  });
   Object.defineProperty(request, RAW_TARGET, { value: target });
   return request;
 }
@@ -77,7 +77,7 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
     res.end();
     return;
   }
-  const reader = response.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
   let gone = false;
   const onClose = (): void => {
     gone = true;

@@ -248,8 +248,8 @@ function evaluateConjunctive(view: SearchView, terms: readonly PreparedTerm[]): 
   const tails = ids.map((id) => view.tailPostings(id));
   if (tails.every((t) => t !== null)) {
     conjoin({
-      rows: tails.map((t) => t!.rows), tfs: tails.map((t) => t!.tfs),
-      start: new Uint32Array(n), end: Uint32Array.from(tails, (t) => t!.end),
+      rows: tails.map((t) => t.rows), tfs: tails.map((t) => t.tfs),
+      start: new Uint32Array(n), end: Uint32Array.from(tails, (t) => t.end),
       lengths: view.tailLengths, lengthFrom: base.rowCount,
     }, driver, view.deadBits, weights, norm, outRows, outScores);
   }

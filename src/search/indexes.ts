@@ -58,7 +58,7 @@ function tokenSource(table: Table, field: string): TokenSource | null {
   if (!c) return null;
   const cached = (dictionary: ReadonlyArray<string | null>): ((code: number) => readonly string[]) => {
     const tokens = new Array<readonly string[] | undefined>(dictionary.length);
-    return (code) => (tokens[code] ??= dictionary[code] === null ? [] : tokenize(dictionary[code]!));
+    return (code) => (tokens[code] ??= dictionary[code] === null ? [] : tokenize(dictionary[code]));
   };
   switch (c.kind) {
     case 'dictionary': {

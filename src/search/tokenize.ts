@@ -5,6 +5,7 @@
  */
 import { ADDRESS_NORMAL_FORM } from './usps.js';
 
+// eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
 const NON_ASCII = /[^\x00-\x7f]/;
 const MARKS = /\p{M}+/gu;
 const SEPARATORS = /[^\p{L}\p{N}]+/u;

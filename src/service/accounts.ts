@@ -72,7 +72,7 @@ export class Accounts {
       if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string')) throw new TypeError(`accounts: the sources of '${username}' must be an array of strings`);
       if (admin !== undefined && typeof admin !== 'boolean') throw new TypeError(`accounts: the admin flag of '${username}' must be true or false`);
       if (byName.has(username)) throw new TypeError(`accounts: '${username}' appears twice`);
-      byName.set(username, { username, sources: Object.freeze([...(sources as string[])]), admin: admin === true, hash: parseHash(password_hash, username) });
+      byName.set(username, { username, sources: Object.freeze([...sources]), admin: admin === true, hash: parseHash(password_hash, username) });
     }
     this.byName = byName;
     const first = byName.values().next().value;

@@ -167,7 +167,7 @@ export function writeSnapshotFile(file: string, contents: SnapshotContents): { b
   checkHost(file);
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
   let fd: number | null = null;
-  let position = 0;
+  let position: number;
   try {
     // Views and table first: a detached buffer or an unknown type fails before any file exists.
     const views: Uint8Array[] = [];

@@ -35,7 +35,6 @@ import { PointIndex } from '../geo/point-index.js';
 import type { StoreIndexes } from '../access/access.js';
 import type { FieldIndex } from '../search/postings.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
-import type { SearchIndexes } from '../search/indexes.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { ChildIndex, type ChildOverlay } from '../store/children.js';
 import {
@@ -510,7 +509,7 @@ function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, Sna
     const cosAt = a.f64(p.cosAt, Math.max(1, rowOf.length), `${f} index`);
     const buffer = tree.byteOffset === 0 && tree.byteLength === tree.buffer.byteLength ? tree.buffer : tree.slice().buffer;
     try {
-      points[f] = PointIndex.fromState(column.lon, column.lat, { tree: buffer as ArrayBuffer, rowOf, cosAt });
+      points[f] = PointIndex.fromState(column.lon, column.lat, { tree: buffer, rowOf, cosAt });
     } catch (e) {
       corrupt(`${f} index: ${e instanceof Error ? e.message : String(e)}`);
     }

@@ -69,9 +69,9 @@ function aggregateOf(method: string, values: Scalar[]): Scalar {
     case 'avg':
       return vs.length ? (vs as number[]).reduce((a, b) => a + b, 0) / vs.length : null;
     case 'min':
-      return vs.length ? vs.reduce((a, b) => (b! < a! ? b : a)) : null;
+      return vs.length ? vs.reduce((a, b) => (b < a ? b : a)) : null;
     case 'max':
-      return vs.length ? vs.reduce((a, b) => (b! > a! ? b : a)) : null;
+      return vs.length ? vs.reduce((a, b) => (b > a ? b : a)) : null;
     case 'countdistinct':
       return new Set(vs).size;
     default:

@@ -143,7 +143,7 @@ describe('expansions agree with the naive reference on the default data set', ()
     ref = new Reference({ Media: readJsonl('Media'), OpenHouse: readJsonl('OpenHouse'), PropertyChange: readJsonl('PropertyChange') }, fieldsOf(engine));
   });
 
-  const num = (r: Rec, f: string): number | null => (typeof r[f] === 'number' ? (r[f] as number) : null);
+  const num = (r: Rec, f: string): number | null => (typeof r[f] === 'number' ? r[f] : null);
   const cases: Array<{ name: string; items: RefExpand[]; ignoreNulls?: boolean; listing?: string }> = [
     {
       name: 'all four, default orders, every field',

@@ -44,7 +44,7 @@ describe('geo.distance as a residual of an ordered walk', () => {
       const engine = await Engine.open({ data: { Property: records } });
       const geo = `geo.distance(Location, geography'POINT(${lon} ${lat})') le ${RADIUS}`;
       const expected = records
-        .filter((r) => typeof r.Latitude === 'number' && r.StandardStatus === 'Active' && haversineMeters(lon, lat, r.Longitude as number, r.Latitude as number) <= RADIUS)
+        .filter((r) => typeof r.Latitude === 'number' && r.StandardStatus === 'Active' && haversineMeters(lon, lat, r.Longitude as number, r.Latitude) <= RADIUS)
         .sort((a, b) => (b.ListPrice as number) - (a.ListPrice as number) || ((a.ListingKey as string) < (b.ListingKey as string) ? -1 : 1))
         .map((r) => r.ListingKey);
       expect(expected.length).toBeGreaterThan(10);

@@ -177,7 +177,7 @@ export class NaiveEngine {
           case 'year': case 'month': case 'day': case 'hour': case 'minute': case 'second': {
             const arg = e.args[0];
             const isDate = arg.kind === 'member' && /Date$/.test(arg.path[0]);
-            const d = new Date(isDate ? (x as number) * DAY : (x as number));
+            const d = new Date(isDate ? (x as number) * DAY : x);
             return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }[e.name];
           }
           case 'date': return Math.floor((x as number) / DAY);

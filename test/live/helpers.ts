@@ -10,7 +10,6 @@ import { Engine, type QueryOptions, type QueryResource, type QueryResult } from 
 import { QueryError } from '../../src/errors.js';
 import { generateListings } from '../../src/generate/dataset.js';
 import type { ChangeOperation, ChangeSummary, Generation } from '../../src/live/change.js';
-import type { OrderByItem } from '../../src/odata/ast.js';
 import { parseQuery } from '../../src/odata/parse-query.js';
 import type { SearchFieldName } from '../../src/schema/search-fields.js';
 import type { SearchView } from '../../src/search/live.js';
@@ -344,7 +343,7 @@ export function expectedRecord(resource: QueryResource, r: Rec, fields: readonly
  */
 export function oracleAnswer(oracle: LiveOracle, query: string, visible?: (r: Rec) => boolean): { page: string[]; count: number } {
   const parsed = parseQuery(query);
-  const all = oracle.query(parsed.filter, parsed.orderby as OrderByItem[] | undefined, visible);
+  const all = oracle.query(parsed.filter, parsed.orderby, visible);
   const skip = parsed.skip ?? 0;
   return { page: all.slice(skip, parsed.top === undefined ? undefined : skip + parsed.top), count: all.length };
 }

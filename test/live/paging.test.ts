@@ -7,7 +7,7 @@
  * token of the wrong shape is InvalidSkipToken. Through the engine and over HTTP.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Engine, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, type QueryOptions, type QueryResult } from '../../src/engine.js';
+import { type Engine, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, type QueryOptions, type QueryResult } from '../../src/engine.js';
 import { createHandler } from '../../src/service/handler.js';
 import { queryErrorOf } from '../odata/helpers.js';
 import { BASE, call, expectErrorShape, login, quickAccounts, TestClock } from '../service/helpers.js';

@@ -163,7 +163,7 @@ function failure(c: ConformanceCase): { at: number; error: QueryError } | null {
   } catch (e) {
     if (!(e instanceof QueryError)) throw e;
     const option = splitQuery(c.query).find((o) => o.name === e.option);
-    if (option === undefined) throw new Error(`error names option ${String(e.option)}, not in ${c.query}`);
+    if (option === undefined) throw new Error(`error names option ${String(e.option)}, not in ${c.query}`, { cause: e });
     // Option-level errors (unknown or repeated option) have no position: point at the name.
     const at = e.position === undefined ? option.offset - 1 - option.name.length : option.offset + e.position;
     return { at: c.toInput(at), error: e };

@@ -20,7 +20,7 @@ function parseOrCodedError(text: string, options?: ParseOptions): string | null 
     parseQuery(text, options);
     return null;
   } catch (e) {
-    if (!(e instanceof QueryError)) throw new Error(`not a QueryError for ${JSON.stringify(text.slice(0, 200))}: ${String(e)}`);
+    if (!(e instanceof QueryError)) throw new Error(`not a QueryError for ${JSON.stringify(text.slice(0, 200))}: ${String(e)}`, { cause: e });
     expect(PARSE_ERROR_CODES).toContain(e.code);
     expect(e.option).toBeTypeOf('string');
     expect(e.message.length).toBeGreaterThan(0);

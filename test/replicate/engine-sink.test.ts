@@ -26,7 +26,7 @@ const now = (): Date => new Date(NOW);
 /** A record as a data file holds it: no nulls, no annotations, none of the fields the engine derives. */
 function plain(row: Record<string, unknown>): JsonRecord {
   const out: JsonRecord = {};
-  for (const [name, value] of Object.entries(row)) if (value !== null && !name.includes('@') && !DERIVED.has(name)) out[name] = value as JsonRecord[string];
+  for (const [name, value] of Object.entries(row)) if (value !== null && !name.includes('@') && !DERIVED.has(name)) out[name] = value;
   return out;
 }
 

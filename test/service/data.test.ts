@@ -61,7 +61,7 @@ describe('account endpoints', () => {
     expect(crmls.disclaimer).toContain('{{current_year}}');
     expect(crmls.current_year).toBe('2025');
     expect(crmls.mls_logo).toBe('https://media.example.com/logos/crmls.png');
-    const freq = (j: any, code: string): [string, string] => [j.profiles[code].required_update_frequency, j.profiles[code].required_update_frequency_hours];
+    const freq = (j: { profiles: Record<string, { required_update_frequency: string; required_update_frequency_hours: string }> }, code: string): [string, string] => [j.profiles[code].required_update_frequency, j.profiles[code].required_update_frequency_hours];
     expect(freq(c.json, 'CRMLS')).toEqual(['12 hours', '12']);
     expect(freq(c.json, 'NWMLS')).toEqual(['1 day', '24']);
     expect(freq(c.json, 'ARMLS')).toEqual(['15 minutes', '0.25']);

@@ -125,8 +125,8 @@ export interface ServeChild {
   readonly url: string;
   readonly exited: Promise<number | null>;
   /** What it printed so far. */
-  out(): string;
-  err(): string;
+  readonly out: () => string;
+  readonly err: () => string;
 }
 
 /** Starts `reso-engine serve ARGS` and waits until it serves `listings` (as printed, e.g. '2,000'). */

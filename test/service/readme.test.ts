@@ -44,7 +44,7 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     });
     expect(err).toBe('');
     expect(code).toBe(0);
-    const bodies = out.trim().split('\n').map((line) => JSON.parse(line) as any); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const bodies = out.trim().split('\n').map((line) => JSON.parse(line));
     expect(bodies).toHaveLength(8);
     for (const b of bodies) expect(b.error).toBeUndefined();
     const [resources, profiles, search, geo, expanded, grouped, one, paged] = bodies;

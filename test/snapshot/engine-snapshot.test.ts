@@ -374,7 +374,7 @@ describe('the CLI', () => {
       const t = await fetch(`${url}/v1/token`, { method: 'POST', body: new URLSearchParams({ username: 'demo', password: 'demo-password' }) });
       const { access_token } = (await t.json()) as { access_token: string };
       const options = { $filter: filter, $orderby: 'relevance desc', $top: '5', $select: 'ListingKey,ListPrice,DaysOnMarket', $count: 'true' };
-      const res = await fetch(`${url}/v1/listings/data/Property?${new URLSearchParams(options)}`, { headers: { authorization: `Bearer ${access_token}` } });
+      const res = await fetch(`${url}/v1/listings/data/Property?${new URLSearchParams(options).toString()}`, { headers: { authorization: `Bearer ${access_token}` } });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { value: unknown[]; '@odata.count': number };
       const want = engine.query('Property', q, { sources: DEMO_SOURCES });

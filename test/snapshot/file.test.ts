@@ -24,7 +24,7 @@ function snapshotError(f: () => unknown): SnapshotError {
     result = f();
   } catch (e) {
     if (e instanceof SnapshotError) return e;
-    throw new Error(`expected a SnapshotError, got ${String(e)}`);
+    throw new Error(`expected a SnapshotError, got ${String(e)}`, { cause: e });
   }
   throw new Error(`expected a SnapshotError, got a result: ${JSON.stringify(result, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
 }
@@ -388,13 +388,13 @@ describe('a failed write', () => {
     const real = fs.writeSync.bind(fs) as (...args: unknown[]) => number;
     let calls = 0;
     let tmpSeen = false;
-    vi.spyOn(fs, 'writeSync').mockImplementation(((...args: unknown[]) => {
+    vi.spyOn(fs, 'writeSync').mockImplementation((...args: unknown[]) => {
       if (++calls === 3) {
         tmpSeen = others(dir, file).length === 1;
         throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
       }
       return real(...args);
-    }) as typeof fs.writeSync);
+    });
     const e = snapshotError(() => writeSnapshotFile(file, { meta: 'new', arrays: everyType() }));
     expect(e.code).toBe('SnapshotWriteFailed');
     expect(e.reason).toMatch(/ENOSPC/);

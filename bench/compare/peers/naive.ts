@@ -223,11 +223,11 @@ class NaivePeer implements Peer {
   }
 
   prepare<F extends keyof FamilyParams>(family: F, params: FamilyParams[F]): () => Answer {
-    const p = params as FamilyParams[keyof FamilyParams];
+    const p = params;
     switch (family) {
       case 'Q1': {
         const q = p as FamilyParams['Q1'];
-        return () => this.keys(this.sortedDesc(this.rows((r) => this.status[r] === q.status && this.price[r] !== null && this.price[r]! >= q.priceMin && this.price[r]! <= q.priceMax && this.beds[r] !== null && this.beds[r]! >= q.bedsMin), this.price).slice(0, q.top));
+        return () => this.keys(this.sortedDesc(this.rows((r) => this.status[r] === q.status && this.price[r] !== null && this.price[r] >= q.priceMin && this.price[r] <= q.priceMax && this.beds[r] !== null && this.beds[r] >= q.bedsMin), this.price).slice(0, q.top));
       }
       case 'Q2': {
         const q = p as FamilyParams['Q2'];
@@ -239,7 +239,7 @@ class NaivePeer implements Peer {
       }
       case 'Q4': {
         const q = p as FamilyParams['Q4'];
-        return () => this.keys(this.sortedDesc(this.rows((r) => this.point[r] !== null && distanceMeters(this.point[r]!, q) <= q.radiusM && this.status[r] === q.status), this.price).slice(0, q.top));
+        return () => this.keys(this.sortedDesc(this.rows((r) => this.point[r] !== null && distanceMeters(this.point[r], q) <= q.radiusM && this.status[r] === q.status), this.price).slice(0, q.top));
       }
       case 'Q5': {
         const q = p as FamilyParams['Q5'];

@@ -254,7 +254,7 @@ interface Statement {
 }
 
 function statementOf<F extends FamilyId>(family: F, params: FamilyParams[F]): Statement | string {
-  const p = params as FamilyParams[FamilyId];
+  const p = params;
   switch (family) {
     case 'Q1': {
       const q = p as FamilyParams['Q1'];
