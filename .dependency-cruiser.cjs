@@ -50,6 +50,20 @@ module.exports = {
     },
     ...layerRules,
     {
+      name: 'append-parts-internal',
+      comment: 'The column parts are internals of the table appender (src/store/append/).',
+      severity: 'error',
+      from: { pathNot: '^src/store/append/' },
+      to: { path: '^src/store/append/parts/' },
+    },
+    {
+      name: 'exec-operators-internal',
+      comment: 'Outside src/exec/, plans run through execute.ts (and its statistics and envelope types); the operators are its internals.',
+      severity: 'error',
+      from: { pathNot: '^src/exec/' },
+      to: { path: '^src/exec/', pathNot: '^src/exec/(execute|statistics|page)[.]ts$' },
+    },
+    {
       name: 'not-to-unresolvable',
       comment: 'An import that does not resolve to a file or an installed package.',
       severity: 'error',

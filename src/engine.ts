@@ -10,10 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
-import { execute } from './exec/execute.js';
+import { execute, executeRecord } from './exec/execute.js';
 import type { QueryResult } from './exec/page.js';
-import { project } from './exec/project.js';
-import { Expansions } from './exec/expand.js';
 import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
@@ -173,18 +171,11 @@ export class Engine {
    * in order) as ONE atomic change, published as the next generation. Changes apply one at a
    * time, in the order they were asked for.
    */
-  apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
-    let checked: ChangeOperation[];
-    try {
-      checked = checkOperations(operations);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    const done = this.writer.apply(checked, () => this.gen, (next) => this.generations.publish(next));
-    return done.then((summary) => {
-      this.compactor.afterChange();
-      return summary;
-    });
+  async apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
+    // queued at once (the body runs synchronously up to the await), so changes apply in call order
+    const summary = await this.writer.apply(checkOperations(operations), () => this.gen, (next) => this.generations.publish(next));
+    this.compactor.afterChange();
+    return summary;
   }
 
   /**
@@ -249,8 +240,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    const expansions = plan.expand ? new Expansions(gen.store, plan.expand) : null;
-    return project(plan, table, row, this.clock(), expansions, visible);
+    return executeRecord(plan, gen, row, { visible, nowMs: this.clock() });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */

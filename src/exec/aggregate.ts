@@ -363,7 +363,7 @@ function rankStrings(column: Column, rows: Uint32Array): Ranked {
   const ids = new Uint32Array(n);
   if (column.kind === 'dictionary') {
     const { codes, dictionary, ranks } = column;
-    const byRank: Array<string | null> = new Array(dictionary.length);
+    const byRank = new Array<string | null>(dictionary.length);
     for (let c = 0; c < dictionary.length; c++) byRank[ranks[c]] = dictionary[c];
     for (let i = 0; i < n; i++) ids[i] = ranks[codes[rows[i]]];
     // null (code 0) ranks first, so its rank is 0 as the id convention wants

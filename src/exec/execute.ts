@@ -17,6 +17,7 @@ import type { Plan } from '../plan/plan.js';
 import { andOf, conjuncts } from '../plan/planner.js';
 import { prepareSearch } from '../search/bm25.js';
 import { rankSearch } from '../search/ranked.js';
+import type { JsonValue } from '../store/columns.js';
 import type { Table } from '../store/table.js';
 import { getBit } from '../util/bits.js';
 import { runApply } from './aggregate.js';
@@ -177,4 +178,10 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     ordered = orderRows(matches, keys, access.keyRank, need);
   }
   return respond(plan, ctx, ordered, () => count ?? countMatches(), projectRow);
+}
+
+/** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
+export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'nowMs'>): Record<string, JsonValue> {
+  const { table, expansions } = compiledOf(plan, gen);
+  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible);
 }

@@ -72,7 +72,7 @@ export class Expansions {
     }
     for (const c of this.compile(env.nowMs)) {
       const rows = c.photo !== null ? preferredRows(c, parentRow) : childRows(c, parentRow);
-      const out: JsonValue[] = new Array(rows.length);
+      const out = new Array<JsonValue>(rows.length);
       const fields = c.item.select ?? undefined;
       for (let i = 0; i < rows.length; i++) {
         const child = c.table.record(rows[i], fields, env.nowMs);

@@ -18,7 +18,7 @@ export type KeyRank = ArrayLike<number>;
 
 /** Key values for `rows`, as numbers (strings replaced by their ordinal rank); NaN is null. */
 function materialize(rows: Uint32Array, read: Evaluator): Float64Array {
-  const raw: Value[] = new Array(rows.length);
+  const raw = new Array<Value>(rows.length);
   let strings = false;
   for (let i = 0; i < rows.length; i++) {
     const v = read(rows[i]);

@@ -21,21 +21,21 @@
  */
 import { QueryError } from '../errors.js';
 import { eachStep, runYielding, yieldToLoop } from '../util/steps.js';
-import { PointView } from '../geo/live-points.js';
+import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
 import { liveParentRow, parentLinkOf } from './visibility.js';
-import { TableAccess, StoreAccess } from '../access/access.js';
+import { type TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
-import { SearchView } from '../search/live.js';
+import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { loadBatch } from '../store/append/batch.js';
 import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
-import { ParentKeyColumn } from '../store/columns.js';
+import { type ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
 import { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
@@ -245,8 +245,8 @@ export class ChangeWriter {
           children[c].drop(row);
         }
       } else {
-        const p = currentParent(r as ChildResourceName, row);
-        if (p >= 0) children[r as ChildResourceName].touch(p);
+        const p = currentParent(r, row);
+        if (p >= 0) children[r].touch(p);
       }
     };
 
@@ -288,7 +288,7 @@ export class ChangeWriter {
             }
             continue;
           }
-          const c = r as ChildResourceName;
+          const c = r;
           if (old >= 0 && !isDead(r, old)) kill(r, old);
           const link = after.column(def.parent!.field) as ParentKeyColumn;
           const p = link.parentRow[row];

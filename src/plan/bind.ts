@@ -28,10 +28,10 @@
  */
 import { QueryError } from '../errors.js';
 import type { CompareOperator, Expr, LiteralExpr, OrderByItem, SelectItem, Span } from '../odata/ast.js';
-import { isSearchField, SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
+import { isSearchField, SEARCH_FIELDS } from '../schema/search-fields.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { EdmType, FieldDef } from '../schema/types.js';
-import type { Bound, BoundFunction, Value, ValueType } from './bound.js';
+import type { Bound, Value, ValueType } from './bound.js';
 
 export interface BindContext {
   readonly schema: TableSchema;
@@ -325,7 +325,7 @@ class Binder {
         type = 'dateTimeOffset';
         break;
     }
-    return { kind: 'call', type, fn: node.name as BoundFunction, args };
+    return { kind: 'call', type, fn: node.name, args };
   }
 
   search(node: Extract<Expr, { kind: 'call' }>, scope: Scope): Bound {
@@ -351,7 +351,7 @@ class Binder {
       }
     }
     const ordinal = scope.searchCount++;
-    return { kind: 'search', type: 'boolean', field: fieldArg.path[0] as SearchFieldName, text: textArg.value, minMatches, ordinal };
+    return { kind: 'search', type: 'boolean', field: fieldArg.path[0], text: textArg.value, minMatches, ordinal };
   }
 }
 

@@ -15,11 +15,11 @@ import { RESOURCE_NAMES } from '../schema/types.js';
 import { CATALOG } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
-import { Accounts, type AccountsFile } from './accounts.js';
+import { Accounts } from './accounts.js';
 import { LoginThrottle, takeRequest, TokenStore, type LoginThrottleOptions, type RateLimitOptions, type Session } from './auth.js';
 import { ServiceError, statusOf } from './errors.js';
 import { metadataXml, serviceDocument } from './edmx.js';
-import { Profiles, type ProfilesFile } from './profiles.js';
+import { Profiles } from './profiles.js';
 import { baseUrlOf, checkQueryLength, decodePathSegment, decodeQueryOptions, DEFAULT_LIMITS, maxPageSizeOf, rawQueryOfRequest, readBody, type Limits } from './request.js';
 import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, XML_TYPE } from './respond.js';
 
@@ -27,10 +27,10 @@ export type Handler = (request: Request) => Promise<Response>;
 
 export interface HandlerOptions {
   readonly engine: Engine;
-  /** accounts.json as parsed; defaults to the engine's data set's. */
-  readonly accounts?: AccountsFile | unknown;
-  /** mls_profiles.json as parsed; defaults to the engine's data set's. */
-  readonly profiles?: ProfilesFile | unknown;
+  /** accounts.json as parsed (an AccountsFile once checked); defaults to the engine's data set's. */
+  readonly accounts?: unknown;
+  /** mls_profiles.json as parsed (a ProfilesFile once checked); defaults to the engine's data set's. */
+  readonly profiles?: unknown;
   /**
    * The scheme, host and optional path prefix clients reach the service at (e.g.
    * `https://api.example.com`), for `@odata.context` and `@odata.nextLink`. Default: the
@@ -466,8 +466,6 @@ function memberOf(body: unknown, name: string): unknown[] | undefined {
 function summaryResponse(s: ChangeSummary): Response {
   return jsonResponse(200, { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound });
 }
-
-const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The schemas $metadata describes; a new table (an upsert that adds a field) means new XML. */
 type Schemas = readonly TableSchema[];

@@ -168,6 +168,7 @@ export class ChildOverlay implements Children {
   }
 
   childrenOf(parentRow: number): Uint32Array {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- walks the overlay's layers, this one first
     for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
       const list = layer.changed.get(parentRow);
       if (list !== undefined) return list;
@@ -191,6 +192,7 @@ export class ChildOverlay implements Children {
 
   get byteLength(): number {
     let n = this.base.byteLength;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- walks the overlay's layers, this one first
     for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
       for (const list of layer.changed.values()) n += list.byteLength + 16;
     }

@@ -12,7 +12,7 @@
  * - DaysOnMarket: floor((now - reference) / 1 day), never below 0; null without a reference.
  */
 import { getBit, newBitmap, setBit } from '../util/bits.js';
-import { DateColumn, DaysOnMarketColumn, NumberColumn, PointColumn, TimestampColumn, type Column } from './columns.js';
+import { type DateColumn, DaysOnMarketColumn, type NumberColumn, PointColumn, TimestampColumn, type Column } from './columns.js';
 import { DAY_MS } from './temporal.js';
 
 export interface DerivedListingColumns {

@@ -21,7 +21,7 @@ import { bytesEqual, decodeUtf8, hashBytes, writeUtf8 } from './bytes.js';
 import {
   BooleanBuilder, CollectionBuilder, DictBuilder, Dictionary, LinkBuilder, NumberBuilder, TextBuilder, TimestampBuilder, dateTextOf,
 } from './builders.js';
-import { Utf8TextColumn, type Column, type TextColumn } from './columns.js';
+import { Utf8TextColumn, type Column } from './columns.js';
 import { deriveListingFields } from './derive.js';
 import { DataError, describeValue } from './errors.js';
 import { Table } from './table.js';
@@ -29,7 +29,7 @@ import {
   B_BOOLEAN, B_COLLECTION, B_DICT, B_LINK, B_NUMBER, B_TEXT, B_TIMESTAMP, type Builder, C_ESCAPE, C_HIGH,
   C_QUOTE, CHAR_CLASS, E_BOOLEAN, E_COLLECTION, E_DATE, E_IGNORED, E_INTEGER, E_NUMBER, E_PENDING, E_STRING,
   E_TIMESTAMP, EXPECT_TEXT, EXPECT_TYPE, expectOf, FieldSlot, mergeExpect, POW10, R_COND, R_KEY, R_LINK,
-  R_NONE, Scratch, SkipLog, T_BOOL, T_COLL, T_NULL, T_NUM, T_SKIP, T_STR, T_TS,
+  R_NONE, Scratch, type SkipLog, T_BOOL, T_COLL, T_NULL, T_NUM, T_SKIP, T_STR, T_TS,
 } from './record.js';
 import { parseDate, parseTimestamp, TimestampParts } from './temporal.js';
 
@@ -169,7 +169,7 @@ export class TableBuilder {
     const sc = this.scratch;
     const stamp = this.recordNo;
     let i = s;
-    let c = 0;
+    let c: number;
     while (i < e && ((c = b[i]) === 32 || c === 9 || c === 10 || c === 13)) i++;
     if (i >= e || b[i] !== 123) return false;
     i++;
@@ -789,7 +789,7 @@ export class TableBuilder {
       case B_TEXT: return (b as TextBuilder).freeze(n);
       case B_DICT: return (b as DictBuilder).freeze(n);
       case B_COLLECTION: return (b as CollectionBuilder).freeze(n);
-      case B_LINK: return (b as LinkBuilder).freeze(n, this.parent!.keyColumn as TextColumn);
+      case B_LINK: return (b as LinkBuilder).freeze(n, this.parent!.keyColumn);
     }
     throw new Error(`field ${slot.def.name} has no storage`);
   }

@@ -280,7 +280,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   const worker = parallel
     ? new ChildWorker(
         {
-          kind: WORKER_KIND, resource: 'Media', file: media!.file, label, format: media!.format, gzip: media!.gzip, bytesTotal: mediaBytes,
+          kind: WORKER_KIND, resource: 'Media', file: media.file, label, format: media.format, gzip: media.gzip, bytesTotal: mediaBytes,
           skipBadRecords: options.skipBadRecords === true, fastPath: options.fastPath,
         },
         (m) => options.onProgress?.({ resource: 'Media', file: label, bytesRead: m.bytesRead, bytesTotal: mediaBytes, records: m.records }),
@@ -313,6 +313,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
       } else {
         await loader.loadFile('Media', media);
       }
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught value as it was
       if (deferred !== null) throw deferred;
     }
   } finally {

@@ -29,7 +29,7 @@ function nonData(v: unknown, path = '$', out: string[] = []): string[] {
     return out;
   }
   const proto = Object.getPrototypeOf(v) as unknown;
-  if (proto !== Object.prototype && proto !== Array.prototype) out.push(`${path}: ${(v as object).constructor.name}`);
+  if (proto !== Object.prototype && proto !== Array.prototype) out.push(`${path}: ${(v).constructor.name}`);
   for (const [k, child] of Object.entries(v)) nonData(child, `${path}.${k}`, out);
   return out;
 }

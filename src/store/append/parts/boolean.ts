@@ -28,7 +28,7 @@ export class BooleanPart extends Part {
         this.bits.clear(n, m);
         this.validity.clear(n, m);
       } else {
-        const s = src as BooleanColumn;
+        const s = src;
         this.bits.copy(s.bits, m, n);
         this.validity.copy(s.validity, m, n);
       }

@@ -134,7 +134,7 @@ export class CollectionPart extends Part {
         this.validity.clear(n, m);
         return;
       }
-      const s = src as CollectionColumn;
+      const s = src;
       const o0 = s.offsets[0];
       const count = s.offsets[m] - o0;
       const out = new Uint32Array(count);

@@ -80,7 +80,7 @@ export class DaysOnMarketPart extends Part {
         a.fill(0, n, n + m);
         this.validity.clear(n, m);
       } else {
-        const s = src as DaysOnMarketColumn;
+        const s = src;
         a.set(s.reference.subarray(0, m), n);
         this.validity.copy(s.validity, m, n);
       }

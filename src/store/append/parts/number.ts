@@ -38,7 +38,7 @@ export class NumberPart extends Part {
         values.fill(0, n, n + m);
         this.validity.clear(n, m);
       } else {
-        const s = src as NumberColumn | DateColumn;
+        const s = src;
         values.set(s.values.subarray(0, m), n);
         this.validity.copy(s.validity, m, n);
       }
@@ -115,7 +115,7 @@ export class TimestampPart extends Part {
         styles?.fill(0, n, n + m);
         return;
       }
-      const s = src as TimestampColumn;
+      const s = src;
       values.set(s.values.subarray(0, m), n);
       this.validity.copy(s.validity, m, n);
       if (styles !== null) {
