@@ -46,8 +46,17 @@ interface Verdict {
 
 function runPeer(id: string, dir: string, families: readonly FamilyId[] | 'none', options: BenchOptions, env: NodeJS.ProcessEnv = {}): Promise<PeerRun> {
   const args = [
-    '--expose-gc', '--max-old-space-size=16384', '--import', 'tsx', path.join(here, 'compare', 'child.ts'),
-    '--peer', id, '--dir', dir, '--families', families === 'none' ? 'none' : families.join(','),
+    '--expose-gc',
+    '--max-old-space-size=16384',
+    '--import',
+    'tsx',
+    path.join(here, 'compare', 'child.ts'),
+    '--peer',
+    id,
+    '--dir',
+    dir,
+    '--families',
+    families === 'none' ? 'none' : families.join(','),
     ...(options.quick ? ['--quick'] : []),
   ];
   return new Promise((resolve) => {
@@ -127,7 +136,13 @@ function check(id: FamilyId, answer: Answer, reference: Answer): Verdict {
 const ms = (x: number): string => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x >= 0.01 ? x.toFixed(3) : x.toPrecision(2));
 
 /** The markdown comparison table of one size: families down, engines across. */
-function table(size: number, runs: readonly PeerRun[], verdicts: Map<string, Partial<Record<FamilyId, Verdict>>>, families: readonly FamilyId[], ratios: Partial<Record<FamilyId | 'L', string>>): string {
+function table(
+  size: number,
+  runs: readonly PeerRun[],
+  verdicts: Map<string, Partial<Record<FamilyId, Verdict>>>,
+  families: readonly FamilyId[],
+  ratios: Partial<Record<FamilyId | 'L', string>>,
+): string {
   const shown = runs.filter((r) => r.id !== 'reso-engine-property-only');
   const lines = [
     `### ${size.toLocaleString('en-US')} listings`,
@@ -149,7 +164,9 @@ function table(size: number, runs: readonly PeerRun[], verdicts: Map<string, Par
     lines.push(`| ${id} | ${cells.join(' | ')} | ${ratios[id] ?? ''} |`);
   }
   const loadCell = (r: PeerRun): string =>
-    r.load ? `${(r.load.loadMs / 1000).toFixed(1)} s; +${r.load.rssMB.toFixed(0)} MB resident (heap ${r.load.heapMB.toFixed(0)} MB, ArrayBuffers ${r.load.arrayBuffersMB.toFixed(0)} MB); ${r.load.loads}` : `— (${r.failure ?? 'no load report'})`;
+    r.load
+      ? `${(r.load.loadMs / 1000).toFixed(1)} s; +${r.load.rssMB.toFixed(0)} MB resident (heap ${r.load.heapMB.toFixed(0)} MB, ArrayBuffers ${r.load.arrayBuffersMB.toFixed(0)} MB); ${r.load.loads}`
+      : `— (${r.failure ?? 'no load report'})`;
   lines.push(`| L | ${shown.map(loadCell).join(' | ')} | ${ratios.L ?? ''} |`);
   const po = runs.find((r) => r.id === 'reso-engine-property-only');
   if (po) lines.push('', `reso-engine with Property only (no Media): ${loadCell(po)}.`);
@@ -240,7 +257,13 @@ const bench: BenchFile = {
             samples: f.samples,
             opsPerSec: 1000 / f.medianMs,
             metrics: { firstMs: f.firstMs, ...(v?.recall !== undefined ? { recall: v.recall } : {}) },
-            note: [run.id === 'naive' ? 'reference' : v ? `${v.correct ? 'correct' : 'WRONG'}: ${v.detail}` : '', run.id === 'reso-engine' ? `ratio to best correct peer ${ratios[id] ?? 'n/a'}` : '', f.plan ? `plan: ${f.plan}` : ''].filter(Boolean).join('; '),
+            note: [
+              run.id === 'naive' ? 'reference' : v ? `${v.correct ? 'correct' : 'WRONG'}: ${v.detail}` : '',
+              run.id === 'reso-engine' ? `ratio to best correct peer ${ratios[id] ?? 'n/a'}` : '',
+              f.plan ? `plan: ${f.plan}` : '',
+            ]
+              .filter(Boolean)
+              .join('; '),
           });
         }
       }

@@ -37,15 +37,19 @@ const bench: BenchFile = {
         const mediaRecords = media.reduce((n, r) => n + (r.Media as Rec[]).length, 0);
         const preferred = engine.query('Property', q('PreferredMedia')).value;
         const agrees = preferred.every((r, i) => JSON.stringify(r.PreferredMedia) === JSON.stringify(pickPreferred(media[i].Media as Rec[])));
-        const [none, all, pref, naive] = await timeTasks('expand', [
-          [`${pageName} ${label}, no $expand`, () => engine.query('Property', q(''))],
-          [`${pageName} ${label}, $expand=Media`, () => engine.query('Property', q('Media'))],
-          [`${pageName} ${label}, $expand=PreferredMedia`, () => engine.query('Property', q('PreferredMedia'))],
+        const [none, all, pref, naive] = await timeTasks(
+          'expand',
           [
-            `${pageName} ${label}, baseline: $expand=Media then pick 2 photos`,
-            () => engine.query('Property', q('Media')).value.map((r) => pickPreferred(r.Media as Rec[])),
+            [`${pageName} ${label}, no $expand`, () => engine.query('Property', q(''))],
+            [`${pageName} ${label}, $expand=Media`, () => engine.query('Property', q('Media'))],
+            [`${pageName} ${label}, $expand=PreferredMedia`, () => engine.query('Property', q('PreferredMedia'))],
+            [
+              `${pageName} ${label}, baseline: $expand=Media then pick 2 photos`,
+              () => engine.query('Property', q('Media')).value.map((r) => pickPreferred(r.Media as Rec[])),
+            ],
           ],
-        ], options);
+          options,
+        );
         const base = none.medianMs ?? 0;
         rows.push(
           { ...none, metrics: { listings: media.length } },

@@ -84,7 +84,10 @@ interface LoadResult {
 
 function load(server: Server, token: string, paths: string[], warmupMs: number, durationMs: number): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    const w = new Worker(WORKER, { eval: true, workerData: { host: server.host, port: server.port, paths, token, connections: CONNECTIONS, warmupMs, durationMs } });
+    const w = new Worker(WORKER, {
+      eval: true,
+      workerData: { host: server.host, port: server.port, paths, token, connections: CONNECTIONS, warmupMs, durationMs },
+    });
     w.once('message', (m: LoadResult) => {
       void w.terminate();
       resolve(m);
@@ -106,13 +109,23 @@ function row(task: string, r: LoadResult, note: string): BenchRow {
     medianMs: pct(sorted, 0.5),
     p95Ms: pct(sorted, 0.95),
     samples: sorted.length,
-    metrics: { p99Ms: pct(sorted, 0.99), maxMs: sorted[sorted.length - 1], errors: r.bad + r.errors, connections: CONNECTIONS, kbPerResponse: r.bytes / 1024 / Math.max(1, r.ok) },
+    metrics: {
+      p99Ms: pct(sorted, 0.99),
+      maxMs: sorted[sorted.length - 1],
+      errors: r.bad + r.errors,
+      connections: CONNECTIONS,
+      kbPerResponse: r.bytes / 1024 / Math.max(1, r.ok),
+    },
     note,
   };
 }
 
 /** One large page over a fresh connection: time to the first byte, total time, RSS growth. */
-function bigPage(server: Server, token: string, path: string): Promise<{ firstByteMs: number; totalMs: number; bytes: number; chunks: number; rssGrowthMB: number }> {
+function bigPage(
+  server: Server,
+  token: string,
+  path: string,
+): Promise<{ firstByteMs: number; totalMs: number; bytes: number; chunks: number; rssGrowthMB: number }> {
   return new Promise((resolve, reject) => {
     const rss0 = process.memoryUsage().rss;
     let peak = rss0;
@@ -161,13 +174,39 @@ const bench: BenchFile = {
         const warmup = quick ? 500 : 2000;
         const duration = quick ? 3000 : 10_000;
         log(`search page, ${CONNECTIONS} connections, ${duration / 1000} s`);
-        rows.push(row(`search page $top=25 (${label})`, await load(server, token, paths, warmup, duration), 'filter (city, status, price band, bedrooms) + order, full records, demo account'));
-        const keys = engine.query('Property', "$filter=OriginatingSystemName in ('CRMLS','NWMLS','ARMLS','HAR')&$select=ListingKey&$top=64").value.map((r) => r.ListingKey as string);
+        rows.push(
+          row(
+            `search page $top=25 (${label})`,
+            await load(server, token, paths, warmup, duration),
+            'filter (city, status, price band, bedrooms) + order, full records, demo account',
+          ),
+        );
+        const keys = engine
+          .query('Property', "$filter=OriginatingSystemName in ('CRMLS','NWMLS','ARMLS','HAR')&$select=ListingKey&$top=64")
+          .value.map((r) => r.ListingKey as string);
         log(`fetch by key, ${CONNECTIONS} connections`);
-        rows.push(row(`Property('KEY') (${label})`, await load(server, token, keys.map((k) => `/v1/listings/data/Property('${k}')`), warmup, duration), 'one full record'));
+        rows.push(
+          row(
+            `Property('KEY') (${label})`,
+            await load(
+              server,
+              token,
+              keys.map((k) => `/v1/listings/data/Property('${k}')`),
+              warmup,
+              duration,
+            ),
+            'one full record',
+          ),
+        );
         log('one 25,000-row Media page');
         const big = await bigPage(server, token, '/v1/listings/data/Media?$top=25000');
-        rows.push({ bench: 'http', task: `Media $top=25000, one request (${label})`, medianMs: big.totalMs, metrics: { firstByteMs: big.firstByteMs, MB: big.bytes / 2 ** 20, chunks: big.chunks, rssGrowthMB: big.rssGrowthMB }, note: 'streamed' });
+        rows.push({
+          bench: 'http',
+          task: `Media $top=25000, one request (${label})`,
+          medianMs: big.totalMs,
+          metrics: { firstByteMs: big.firstByteMs, MB: big.bytes / 2 ** 20, chunks: big.chunks, rssGrowthMB: big.rssGrowthMB },
+          note: 'streamed',
+        });
       } finally {
         await server.close();
       }

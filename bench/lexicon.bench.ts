@@ -48,13 +48,22 @@ const bench: BenchFile = {
         options.log(`prefix '${p}': ours ${a.length} terms, flexsearch ${b.length}`);
       }
     }
-    const rows = await timeTasks('lexicon', [
-      ['prefix look-ups x10: sorted terms + binary search', () => prefixes.map((p) => ours.withPrefix(p, []).length)],
-      ['prefix look-ups x10: flexsearch forward index', () => prefixes.map((p) => (flex.search(p, { limit: terms.length }) as number[]).length)],
-      ['one-edit look-ups x4: deletion index', () => ['mapel', 'washingtn', 'hawtorne', 'seatle'].map((w) => ours.withinOneEdit(w, []).length)],
-    ], options);
+    const rows = await timeTasks(
+      'lexicon',
+      [
+        ['prefix look-ups x10: sorted terms + binary search', () => prefixes.map((p) => ours.withPrefix(p, []).length)],
+        ['prefix look-ups x10: flexsearch forward index', () => prefixes.map((p) => (flex.search(p, { limit: terms.length }) as number[]).length)],
+        ['one-edit look-ups x4: deletion index', () => ['mapel', 'washingtn', 'hawtorne', 'seatle'].map((w) => ours.withinOneEdit(w, []).length)],
+      ],
+      options,
+    );
     return [
-      { bench: 'lexicon', task: 'build over the address vocabulary', metrics: { terms: terms.length, oursBuildMs, flexBuildMs }, note: same ? 'same prefix results' : 'prefix results DIFFER' },
+      {
+        bench: 'lexicon',
+        task: 'build over the address vocabulary',
+        metrics: { terms: terms.length, oursBuildMs, flexBuildMs },
+        note: same ? 'same prefix results' : 'prefix results DIFFER',
+      },
       ...rows,
     ];
   },

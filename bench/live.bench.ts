@@ -55,7 +55,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 // ---------------------------------------------------------------------------------------------
 // Memory and statistics
 
-interface Memory { rss: number; heap: number; arrayBuffers: number }
+interface Memory {
+  rss: number;
+  heap: number;
+  arrayBuffers: number;
+}
 
 /** Memory after a full collection (the bench runs with --expose-gc). */
 function settledMemory(): Memory {
@@ -115,7 +119,8 @@ async function openEngine(size: number, dir: string, work: string, log: (line: s
   let saveSeconds: number;
   let snapshotBytes: number;
   if (!existsSync(cached)) {
-    for (const f of readdirSync(path.dirname(dir))) if (f.startsWith(prefix) && f.endsWith('.snapshot')) rmSync(path.join(path.dirname(dir), f), { force: true });
+    for (const f of readdirSync(path.dirname(dir)))
+      if (f.startsWith(prefix) && f.endsWith('.snapshot')) rmSync(path.join(path.dirname(dir), f), { force: true });
     log(`${label}: no snapshot for this source yet: Engine.open({ data }), then save it to ${path.relative(process.cwd(), cached)}`);
     settledMemory();
     let t = performance.now();
@@ -160,7 +165,10 @@ interface Change {
 }
 
 const NEXT_STATUS: Readonly<Record<string, string>> = {
-  Active: 'Pending', 'Active Under Contract': 'Pending', Pending: 'Closed', 'Coming Soon': 'Active',
+  Active: 'Pending',
+  'Active Under Contract': 'Pending',
+  Pending: 'Closed',
+  'Coming Soon': 'Active',
 };
 
 /** MLS-feed changes over a data set generated with `seed` (deterministic; exported for scripts that profile the change path). */
@@ -171,7 +179,10 @@ export class Feed {
   private nextNew: number;
   private stamp = Date.parse(DEFAULT_REFERENCE) - 6 * 3_600_000;
 
-  constructor(private readonly size: number, seed = BENCH_SEED) {
+  constructor(
+    private readonly size: number,
+    seed = BENCH_SEED,
+  ) {
     this.ctx = new GeneratorContext(seed, Date.parse(DEFAULT_REFERENCE), size);
     this.rng = new Rng(`${seed}:live-feed`);
     this.nextNew = size;
@@ -236,9 +247,15 @@ export class Feed {
 // ---------------------------------------------------------------------------------------------
 // Query latency on a fixed schedule
 
-interface Query { readonly id: FamilyId; readonly odata: string }
+interface Query {
+  readonly id: FamilyId;
+  readonly odata: string;
+}
 
-interface Latencies { latency: number[]; service: number[] }
+interface Latencies {
+  latency: number[];
+  service: number[];
+}
 
 /**
  * Issues the queries round-robin, query i due `slots[i]` ms after the one before it, for
@@ -272,11 +289,17 @@ async function measureQueries(engine: Engine, mix: readonly Query[], slots: read
  * then (it spins on setImmediate), so well under 1 means the OS ran other processes instead (a
  * shared machine), and latencies include that wait.
  */
-interface CpuShare { cpuMs: number; wallMs: number }
+interface CpuShare {
+  cpuMs: number;
+  wallMs: number;
+}
 const shareOf = (c: CpuShare): number => c.cpuMs / c.wallMs;
 
 /** Event-loop delay (ms) over several runs: the longest, and the worst run's p99. */
-interface LoopDelay { max: number; p99: number }
+interface LoopDelay {
+  max: number;
+  p99: number;
+}
 
 async function loopDelay<T>(into: LoopDelay, run: () => Promise<T>): Promise<T> {
   const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -298,7 +321,15 @@ interface StreamConfig {
   readonly periodMs: number;
 }
 
-interface StreamStats { generations: number; changes: number; listings: number; records: number; applyMs: number[]; seconds: number; ranOut: boolean }
+interface StreamStats {
+  generations: number;
+  changes: number;
+  listings: number;
+  records: number;
+  applyMs: number[];
+  seconds: number;
+  ranOut: boolean;
+}
 
 /** Applies changes from `source` one after another until `stop()` (or the source runs out), in this event loop. */
 function startStream(engine: Engine, source: Iterator<Change>, periodMs: number, stats: StreamStats): { stop: () => Promise<void> } {
@@ -332,7 +363,14 @@ function startStream(engine: Engine, source: Iterator<Change>, periodMs: number,
 // ---------------------------------------------------------------------------------------------
 // The bench
 
-interface ThroughputResult { batch: number; changes: number; listings: number; records: number; applyMs: number[]; blockMaxMs: number }
+interface ThroughputResult {
+  batch: number;
+  changes: number;
+  listings: number;
+  records: number;
+  applyMs: number[];
+  blockMaxMs: number;
+}
 
 interface StreamResult {
   readonly config: StreamConfig;
@@ -382,8 +420,16 @@ const bench: BenchFile = {
       { name: 'a 100-listing change every 200 ms', batch: 100, periodMs: 200 },
     ];
     const throughputBatches: ReadonlyArray<readonly [batch: number, changes: number]> = options.quick
-      ? [[100, 10], [1000, 4], [10_000, 1]]
-      : [[100, 50], [1000, 20], [10_000, 5]];
+      ? [
+          [100, 10],
+          [1000, 4],
+          [10_000, 1],
+        ]
+      : [
+          [100, 50],
+          [1000, 20],
+          [10_000, 5],
+        ];
     try {
       for (const size of options.sizes) {
         const label = size.toLocaleString('en-US');
@@ -499,20 +545,36 @@ const bench: BenchFile = {
           const bytes = engine.save(changedFile).bytes;
           saved = { seconds: seconds(t), bytes, peakRss: process.resourceUsage().maxRSS * 1024 };
           rmSync(changedFile, { force: true });
-        } else log(`save after changes skipped: it would need about ${mb(compactionBytes)} more, ${mb(availableMemory())} available (RESO_LIVE_SAVE=1 forces it)`);
+        } else
+          log(`save after changes skipped: it would need about ${mb(compactionBytes)} more, ${mb(availableMemory())} available (RESO_LIVE_SAVE=1 forces it)`);
 
         // ---- rows
         const row = (task: string, r: Omit<BenchRow, 'bench' | 'task'>): void => void rows.push({ bench: 'live', task: `${task}, ${label} listings`, ...r });
         const latencyRow = (task: string, l: Latencies, metrics: Record<string, number> = {}): void =>
-          row(task, { medianMs: quantile(l.latency, 0.5), p95Ms: quantile(l.latency, 0.95), samples: l.latency.length, metrics: { serviceP95Ms: quantile(l.service, 0.95), ...metrics } });
+          row(task, {
+            medianMs: quantile(l.latency, 0.5),
+            p95Ms: quantile(l.latency, 0.95),
+            samples: l.latency.length,
+            metrics: { serviceP95Ms: quantile(l.service, 0.95), ...metrics },
+          });
         row('snapshot save (unchanged engine)', { metrics: { seconds: opened.saveSeconds, bytes: opened.snapshotBytes } });
-        row('snapshot open (Engine.open({ snapshot }))', { metrics: { seconds: opened.snapshotOpenSeconds }, note: opened.jsonOpenSeconds !== undefined ? `snapshot made first (Engine.open({ data }) ${opened.jsonOpenSeconds.toFixed(1)} s)` : 'cached snapshot' });
-        row(`snapshot save after ${generations} changes (compacts first)`, saved
-          ? { metrics: { seconds: saved.seconds, bytes: saved.bytes, rssBeforeBytes: rssBeforeSave, peakRssBytes: saved.peakRss } }
-          : { note: `skipped: the compaction would need about ${mb(compactionBytes)} more than the resident ${mb(rssBeforeSave)}` });
+        row('snapshot open (Engine.open({ snapshot }))', {
+          metrics: { seconds: opened.snapshotOpenSeconds },
+          note: opened.jsonOpenSeconds !== undefined ? `snapshot made first (Engine.open({ data }) ${opened.jsonOpenSeconds.toFixed(1)} s)` : 'cached snapshot',
+        });
+        row(
+          `snapshot save after ${generations} changes (compacts first)`,
+          saved
+            ? { metrics: { seconds: saved.seconds, bytes: saved.bytes, rssBeforeBytes: rssBeforeSave, peakRssBytes: saved.peakRss } }
+            : { note: `skipped: the compaction would need about ${mb(compactionBytes)} more than the resident ${mb(rssBeforeSave)}` },
+        );
         row('first change after load (1,000 listings)', {
           medianMs: firstMs,
-          metrics: { records: first.records, retainedArrayBufferBytes: afterFirst.arrayBuffers - beforeFirst.arrayBuffers, retainedRssBytes: afterFirst.rss - beforeFirst.rss },
+          metrics: {
+            records: first.records,
+            retainedArrayBufferBytes: afterFirst.arrayBuffers - beforeFirst.arrayBuffers,
+            retainedRssBytes: afterFirst.rss - beforeFirst.rss,
+          },
         });
         for (const r of throughput) {
           const total = r.applyMs.reduce((a, b) => a + b, 0) / 1000;
@@ -526,7 +588,13 @@ const bench: BenchFile = {
           });
         }
         row('memory retained per 100k listing changes', {
-          metrics: { rssBytes: per100k('rss'), heapBytes: per100k('heap'), arrayBufferBytes: per100k('arrayBuffers'), listingChanges: throughputListings, records: throughputRecords },
+          metrics: {
+            rssBytes: per100k('rss'),
+            heapBytes: per100k('heap'),
+            arrayBufferBytes: per100k('arrayBuffers'),
+            listingChanges: throughputListings,
+            records: throughputRecords,
+          },
         });
         mix.forEach((q, i) => {
           latencyRow(`${q.id} idle on the loaded engine`, fresh[i], { slotMs: slots[i], cpuShare: shareOf(freshCpu) });
@@ -540,25 +608,40 @@ const bench: BenchFile = {
             medianMs: quantile(s.stats.applyMs, 0.5),
             p95Ms: quantile(s.stats.applyMs, 0.95),
             samples: s.stats.changes,
-            metrics: { generations: s.stats.generations, seconds: s.stats.seconds, listingChangesPerSec: s.stats.listings / s.stats.seconds, recordsPerSec: s.stats.records / s.stats.seconds, loopDelayMaxMs: s.delay.max, loopDelayP99Ms: s.delay.p99, idleCpuShare: s.idleCpu, streamCpuShare: s.streamCpu },
+            metrics: {
+              generations: s.stats.generations,
+              seconds: s.stats.seconds,
+              listingChangesPerSec: s.stats.listings / s.stats.seconds,
+              recordsPerSec: s.stats.records / s.stats.seconds,
+              loopDelayMaxMs: s.delay.max,
+              loopDelayP99Ms: s.delay.p99,
+              idleCpuShare: s.idleCpu,
+              streamCpuShare: s.streamCpu,
+            },
             note: s.stats.ranOut ? 'ran out of generated changes' : undefined,
           });
         }
 
         // ---- markdown
-        const cell = (l: Latencies): string => `${ms(quantile(l.latency, 0.5))} / ${ms(quantile(l.latency, 0.95))} (service p95 ${ms(quantile(l.service, 0.95))})`;
+        const cell = (l: Latencies): string =>
+          `${ms(quantile(l.latency, 0.5))} / ${ms(quantile(l.latency, 0.95))} (service p95 ${ms(quantile(l.service, 0.95))})`;
         const md: string[] = [`### ${label} listings`, ''];
         md.push(
-          '**Snapshot**', '',
-          '| step | time | file |', '|---|---|---|',
-          ...(opened.jsonOpenSeconds !== undefined ? [`| Engine.open({ data }) (to make the cached snapshot) | ${opened.jsonOpenSeconds.toFixed(1)} s | |`] : []),
+          '**Snapshot**',
+          '',
+          '| step | time | file |',
+          '|---|---|---|',
+          ...(opened.jsonOpenSeconds !== undefined
+            ? [`| Engine.open({ data }) (to make the cached snapshot) | ${opened.jsonOpenSeconds.toFixed(1)} s | |`]
+            : []),
           `| save, unchanged engine | ${opened.saveSeconds.toFixed(1)} s | ${(opened.snapshotBytes / 1e9).toFixed(2)} GB |`,
           `| Engine.open({ snapshot }) | ${opened.snapshotOpenSeconds.toFixed(1)} s | |`,
           saved
             ? `| save after ${generations} changes (compacts first; one synchronous call) | ${saved.seconds.toFixed(1)} s (resident ${mb(rssBeforeSave)} before, process peak ${mb(saved.peakRss)}) | ${(saved.bytes / 1e9).toFixed(2)} GB |`
             : `| save after ${generations} changes (compacts first) | skipped: the compaction would need about ${mb(compactionBytes)} more than the resident ${mb(rssBeforeSave)} | |`,
           '',
-          '**Upsert throughput** (changes back to back, no queries)', '',
+          '**Upsert throughput** (changes back to back, no queries)',
+          '',
           '| listing changes per change | changes | records per change (with Media) | listing changes/s | records/s | ms per change (median / p95) | longest event-loop block |',
           '|---|---|---|---|---|---|---|',
           `| 1,000 (the first change after load) | 1 | ${count(first.records)} | ${count(1000 / (firstMs / 1000))} | ${count(first.records / (firstMs / 1000))} | ${ms(firstMs)} | |`,
@@ -583,16 +666,23 @@ const bench: BenchFile = {
             return `| ${q.id} | ${cell(fresh[i])} | ${cells.join(' | ')} |`;
           }),
           '',
-          ...streamed.map((s) =>
-            `Under ${s.config.name}: ${s.stats.generations} generations published in ${s.stats.seconds.toFixed(1)} s of streaming, ${count(s.stats.listings / s.stats.seconds)} listing changes/s (${count(s.stats.records / s.stats.seconds)} records/s), ` +
-              `${ms(quantile(s.stats.applyMs, 0.5))} ms a change (p95 ${ms(quantile(s.stats.applyMs, 0.95))}); event-loop delay p99 ${ms(s.delay.p99)} ms (worst window), max ${ms(s.delay.max)} ms; ${s.lat.reduce((a, l) => a + l.latency.length, 0)} queries; CPU share ${s.idleCpu.toFixed(2)} idle, ${s.streamCpu.toFixed(2)} streaming.${s.stats.ranOut ? ' (Ran out of generated changes.)' : ''}`),
+          ...streamed.map(
+            (s) =>
+              `Under ${s.config.name}: ${s.stats.generations} generations published in ${s.stats.seconds.toFixed(1)} s of streaming, ${count(s.stats.listings / s.stats.seconds)} listing changes/s (${count(s.stats.records / s.stats.seconds)} records/s), ` +
+              `${ms(quantile(s.stats.applyMs, 0.5))} ms a change (p95 ${ms(quantile(s.stats.applyMs, 0.95))}); event-loop delay p99 ${ms(s.delay.p99)} ms (worst window), max ${ms(s.delay.max)} ms; ${s.lat.reduce((a, l) => a + l.latency.length, 0)} queries; CPU share ${s.idleCpu.toFixed(2)} idle, ${s.streamCpu.toFixed(2)} streaming.${s.stats.ranOut ? ' (Ran out of generated changes.)' : ''}`,
+          ),
         );
         markdown.push(md.join('\n'));
       }
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
-    const command = ['npm run bench --', ...options.sizes.map((n) => `--size ${n % 1_000_000 === 0 ? `${n / 1_000_000}m` : `${n / 1000}k`}`), '--only live', ...(options.quick ? ['--quick'] : [])].join(' ');
+    const command = [
+      'npm run bench --',
+      ...options.sizes.map((n) => `--size ${n % 1_000_000 === 0 ? `${n / 1_000_000}m` : `${n / 1000}k`}`),
+      '--only live',
+      ...(options.quick ? ['--quick'] : []),
+    ].join(' ');
     const header = `Produced by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (commit ${gitCommit()}, Node ${process.version}, ${os.cpus().length}× ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB).`;
     const out = path.join(here, 'results', 'live-latest.md');
     mkdirSync(path.dirname(out), { recursive: true });

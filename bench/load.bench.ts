@@ -131,7 +131,13 @@ async function measureNaive(dir: string, size: number, jsonBytes: number): Promi
   return {
     bench: 'load',
     task: `baseline: JSON.parse objects, ${size.toLocaleString('en-US')} listings`,
-    metrics: { listingsPerSec: n / seconds, jsonMBPerSec: jsonBytes / 1e6 / seconds, seconds, jsonBytesPerListing: jsonBytes / n, retainedBytesPerListing: heap / n },
+    metrics: {
+      listingsPerSec: n / seconds,
+      jsonMBPerSec: jsonBytes / 1e6 / seconds,
+      seconds,
+      jsonBytesPerListing: jsonBytes / n,
+      retainedBytesPerListing: heap / n,
+    },
     note: `retained/JSON = ${(heap / jsonBytes).toFixed(2)}; kept ${tables.length} tables`,
   };
 }

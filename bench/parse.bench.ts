@@ -32,7 +32,11 @@ const bench: BenchFile = {
     const lengths = QUERIES.map((q) => q.length);
     options.log(`${QUERIES.length} queries, ${Math.min(...lengths)}-${Math.max(...lengths)} characters`);
     // The lexer baseline tokenizes the grammar-parsed option values ($filter, $orderby, ...).
-    const values = QUERIES.flatMap((q) => splitQuery(q).filter((o) => !/^\$(top|skip|count)$/.test(o.name)).map((o) => o.value));
+    const values = QUERIES.flatMap((q) =>
+      splitQuery(q)
+        .filter((o) => !/^\$(top|skip|count)$/.test(o.name))
+        .map((o) => o.value),
+    );
     let i = 0;
     const rows: BenchRow[] = await timeTasks(
       'parse',
@@ -41,13 +45,13 @@ const bench: BenchFile = {
           'parseQuery (typical listing search)',
           () => {
             // A batch per sample so that timer overhead does not dominate a microsecond task.
-            for (let k = 0; k < QUERIES.length; k++) parseQuery(QUERIES[(i++) % QUERIES.length]);
+            for (let k = 0; k < QUERIES.length; k++) parseQuery(QUERIES[i++ % QUERIES.length]);
           },
         ],
         [
           'parseQuery with spans (spanOf positions)',
           () => {
-            for (let k = 0; k < QUERIES.length; k++) parseQuery(QUERIES[(i++) % QUERIES.length], { spans: true });
+            for (let k = 0; k < QUERIES.length; k++) parseQuery(QUERIES[i++ % QUERIES.length], { spans: true });
           },
         ],
         [

@@ -26,7 +26,14 @@ function parseSize(text: string): number {
   return Math.round(Number(m[1]) * mult);
 }
 
-interface Args { sizes: number[]; only: string[]; quick: boolean; peers: string[]; loadTimeoutS?: number; child?: string }
+interface Args {
+  sizes: number[];
+  only: string[];
+  quick: boolean;
+  peers: string[];
+  loadTimeoutS?: number;
+  child?: string;
+}
 
 function parseArgs(argv: string[]): Args {
   const args: Args = { sizes: [], only: [], quick: false, peers: [] };
@@ -101,11 +108,14 @@ async function main(): Promise<void> {
     '',
     '| bench | task | ops/s | median ms | p95 ms | samples | other |',
     '|---|---|---|---|---|---|---|',
-    ...rows.map((r) =>
-      `| ${r.bench} | ${r.task} | ${fmt(r.opsPerSec)} | ${fmt(r.medianMs)} | ${fmt(r.p95Ms)} | ${r.samples ?? ''} | ${[
-        ...Object.entries(r.metrics ?? {}).map(([k, v]) => `${k}=${fmt(v)}`),
-        r.note ?? '',
-      ].filter(Boolean).join(', ')} |`,
+    ...rows.map(
+      (r) =>
+        `| ${r.bench} | ${r.task} | ${fmt(r.opsPerSec)} | ${fmt(r.medianMs)} | ${fmt(r.p95Ms)} | ${r.samples ?? ''} | ${[
+          ...Object.entries(r.metrics ?? {}).map(([k, v]) => `${k}=${fmt(v)}`),
+          r.note ?? '',
+        ]
+          .filter(Boolean)
+          .join(', ')} |`,
     ),
   ];
   writeFileSync(outFile.replace(/\.json$/, '.md'), lines.join('\n') + '\n');

@@ -69,7 +69,10 @@ function scan(texts: string[], query: string, address: boolean, k: number): numb
     });
     if (matched >= need) scored.push([row, score]);
   }
-  return scored.sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, k).map(([row]) => row);
+  return scored
+    .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+    .slice(0, k)
+    .map(([row]) => row);
 }
 
 const bench: BenchFile = {
@@ -84,26 +87,31 @@ const bench: BenchFile = {
       const heapBefore = process.memoryUsage();
       const t0 = performance.now();
       // The same builder buildSearchIndexes uses, fed each row's prepared text of the field.
-      const built = SEARCH_FIELDS.map((f) => [f, buildFieldIndex(size, (row, out) => out.push(texts[f][row]), { address: f === 'RawAddressSearchText' })] as const);
+      const built = SEARCH_FIELDS.map(
+        (f) => [f, buildFieldIndex(size, (row, out) => out.push(texts[f][row]), { address: f === 'RawAddressSearchText' })] as const,
+      );
       const buildMs = performance.now() - t0;
       global.gc?.();
       const heapAfter = process.memoryUsage();
       const indexBytes = heapAfter.heapUsed + heapAfter.arrayBuffers - heapBefore.heapUsed - heapBefore.arrayBuffers;
       const idx = Object.fromEntries(built) as Record<SearchFieldName, FieldIndex>;
       const label = `${size / 1000}k`;
-      rows.push({ bench: 'search', task: `build 6 indexes ${label}`, metrics: { buildMs, indexBytesPerListing: indexBytes / size, postings: built.reduce((s, [, x]) => s + x.rows.length, 0) } });
+      rows.push({
+        bench: 'search',
+        task: `build 6 indexes ${label}`,
+        metrics: { buildMs, indexBytesPerListing: indexBytes / size, postings: built.reduce((s, [, x]) => s + x.rows.length, 0) },
+      });
 
       const r = sample[3];
       const other = STREET_SUFFIXES.find(([name, abbr]) => name === r.StreetSuffix || abbr === r.StreetSuffix);
       const otherSuffix = other ? (other[0] === r.StreetSuffix ? other[1] : other[0]) : 'Street';
       const city = String(r.City).split(' ')[0];
-      const addressQuery = `${r.StreetName as string} ${otherSuffix} ${city} ${r.StreetNumber as string} ${r.PostalCode as string ?? ''}`.trim();
+      const addressQuery = `${r.StreetName as string} ${otherSuffix} ${city} ${r.StreetNumber as string} ${(r.PostalCode as string) ?? ''}`.trim();
       const agentQuery = `${r.ListAgentFirstName as string} ${r.ListAgentLastName as string}`;
       options.log(`queries: 'pool granite' | '${addressQuery}' | '${agentQuery}'`);
       // Ranked top-k (what `$orderby=relevance desc&$top=k` needs) and, for reference, the full
       // evaluation of every match (what `$count=true` needs) followed by a heap.
-      const engine = (field: SearchFieldName, text: string, k: number): number[] =>
-        [...rankSearch(idx[field], prepareSearch(idx[field], text), k).rows];
+      const engine = (field: SearchFieldName, text: string, k: number): number[] => [...rankSearch(idx[field], prepareSearch(idx[field], text), k).rows];
       const engineAll = (field: SearchFieldName, text: string, k: number): number[] => {
         const m = evaluateSearch(idx[field], prepareSearch(idx[field], text));
         return [...topKDescending(m.scores, m.rows, k)].map((i) => m.rows[i]);
@@ -118,15 +126,29 @@ const bench: BenchFile = {
         const mine = engine(field, text, k); // first run pays for the impact order, cached after
         const coldMs = performance.now() - cold;
         const base = field === 'RawAddressSearchText' ? null : scan(texts[field], text, false, k);
-        const agrees = (base === null ? true : JSON.stringify(mine) === JSON.stringify(base)) && JSON.stringify(mine) === JSON.stringify(engineAll(field, text, k));
+        const agrees =
+          (base === null ? true : JSON.stringify(mine) === JSON.stringify(base)) && JSON.stringify(mine) === JSON.stringify(engineAll(field, text, k));
         const matches = evaluateSearch(idx[field], prepareSearch(idx[field], text)).rows.length;
-        const [e, all] = await timeTasks('search', [
-          [`${name} ${label} engine`, () => engine(field, text, k)],
-          [`${name} ${label} engine, all matches`, () => engineAll(field, text, k)],
-        ], options);
+        const [e, all] = await timeTasks(
+          'search',
+          [
+            [`${name} ${label} engine`, () => engine(field, text, k)],
+            [`${name} ${label} engine, all matches`, () => engineAll(field, text, k)],
+          ],
+          options,
+        );
         // The scan takes up to seconds per call at 1M: a few samples suffice.
-        const [s] = await timeTasks('search', [[`${name} ${label} scan`, () => scan(texts[field], text, field === 'RawAddressSearchText', k)]], { ...options, quick: true }, 5);
-        const note = !agrees ? 'DIFFERS from scan or full evaluation' : base === null ? 'same top-k as full evaluation (fuzzy: scan is exact-only)' : 'same top-k as scan';
+        const [s] = await timeTasks(
+          'search',
+          [[`${name} ${label} scan`, () => scan(texts[field], text, field === 'RawAddressSearchText', k)]],
+          { ...options, quick: true },
+          5,
+        );
+        const note = !agrees
+          ? 'DIFFERS from scan or full evaluation'
+          : base === null
+            ? 'same top-k as full evaluation (fuzzy: scan is exact-only)'
+            : 'same top-k as scan';
         rows.push({ ...e, metrics: { matches, coldMs, ratioScanOverEngine: (s.medianMs ?? 0) / (e.medianMs ?? 1) }, note });
         rows.push(all, s);
       }

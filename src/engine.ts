@@ -81,7 +81,14 @@ export class Engine {
   private readonly compactor: Compactor;
   private readonly plans = new PlanCache();
 
-  private constructor(store: Store, private readonly clock: () => number, indexes?: StoreIndexes, pageTtl?: number, compactFraction?: number | false, firstVersions?: ReadonlyMap<string, number>) {
+  private constructor(
+    store: Store,
+    private readonly clock: () => number,
+    indexes?: StoreIndexes,
+    pageTtl?: number,
+    compactFraction?: number | false,
+    firstVersions?: ReadonlyMap<string, number>,
+  ) {
     this.generations = new Generations({ id: 0, store, access: new StoreAccess(store, indexes) }, clock, pageTtl);
     this.writer = new ChangeWriter(clock, () => this.generations.nextId(), firstVersions);
     this.compactor = new Compactor(this.generations, this.writer, compactFraction);
@@ -91,10 +98,11 @@ export class Engine {
     const now = options.now;
     const clock = now ? () => now().getTime() : () => Date.now();
     const ttl = options.pageSnapshotTtlMs;
-    if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0)) throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
+    if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0))
+      throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
     const fraction = options.compactFraction;
     if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
-      throw new TypeError('Engine.open: compactFraction must be a fraction above 0 (of a table\'s rows), or false.');
+      throw new TypeError("Engine.open: compactFraction must be a fraction above 0 (of a table's rows), or false.");
     }
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
@@ -173,7 +181,11 @@ export class Engine {
    */
   async apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
     // queued at once (the body runs synchronously up to the await), so changes apply in call order
-    const summary = await this.writer.apply(checkOperations(operations), () => this.gen, (next) => this.generations.publish(next));
+    const summary = await this.writer.apply(
+      checkOperations(operations),
+      () => this.gen,
+      (next) => this.generations.publish(next),
+    );
     this.compactor.afterChange();
     return summary;
   }
@@ -259,5 +271,9 @@ export class Engine {
 }
 
 function queryText(query: QueryInput): string {
-  return typeof query === 'string' ? query : Object.entries(query).map(([k, v]) => `${k}=${String(v)}`).join('&');
+  return typeof query === 'string'
+    ? query
+    : Object.entries(query)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join('&');
 }

@@ -21,13 +21,29 @@ afterAll(() => tmpDirs.forEach((d) => rmSync(d, { recursive: true, force: true }
 /** File name -> sha256 of its bytes (deep-equality of large Buffers is slow in expect). */
 const readDir = (dir: string): Record<string, string> =>
   Object.fromEntries(
-    readdirSync(dir).filter((f) => !f.startsWith('.')).sort()
-      .map((f) => [f, createHash('sha256').update(readFileSync(path.join(dir, f))).digest('hex')]),
+    readdirSync(dir)
+      .filter((f) => !f.startsWith('.'))
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(readFileSync(path.join(dir, f)))
+          .digest('hex'),
+      ]),
   );
 
 // ---- RESO Data Dictionary 2.0, from @reso-standards/reso-common ----
-interface DdField { resourceName: string; fieldName: string; type: string; isCollection?: boolean }
-interface DdLookup { lookupName: string; lookupValue: string; annotations?: Array<{ term: string; value: string }> }
+interface DdField {
+  resourceName: string;
+  fieldName: string;
+  type: string;
+  isCollection?: boolean;
+}
+interface DdLookup {
+  lookupName: string;
+  lookupValue: string;
+  annotations?: Array<{ term: string; value: string }>;
+}
 const require = createRequire(import.meta.url);
 const dd = require('@reso-standards/reso-common/reference-metadata/dd-2.0.json') as { fields: DdField[]; lookups: DdLookup[] };
 const ddFields = new Map(dd.fields.map((f) => [`${f.resourceName}.${f.fieldName}`, f]));
@@ -69,7 +85,8 @@ describe('determinism', () => {
     const small = [...generateListings({ listings: 50, seed: 'p' })].map((l) => JSON.stringify(l));
     const large = [...generateListings({ listings: 200, seed: 'p' })].slice(0, 50).map((l) => JSON.stringify(l));
     // Agent pools scale with size, so compare only the fields that do not come from them.
-    const strip = (s: string): string => JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(s).property as JsonRecord).filter(([k]) => !/Agent|Office/.test(k))));
+    const strip = (s: string): string =>
+      JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(s).property as JsonRecord).filter(([k]) => !/Agent|Office/.test(k))));
     expect(small.map(strip)).toEqual(large.map(strip));
   });
 
@@ -77,10 +94,14 @@ describe('determinism', () => {
     const a = tmp();
     const b = tmp();
     generateDataset({ listings: 200, seed: 'tz', outDir: a });
-    const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'src/adapters/cli.ts'), 'generate', '--listings', '200', '--seed', 'tz', '--out', b], {
-      env: { ...process.env, TZ: 'Pacific/Chatham', LANG: 'de_DE.UTF-8', LC_ALL: 'de_DE.UTF-8' },
-      encoding: 'utf8',
-    });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', path.join(root, 'src/adapters/cli.ts'), 'generate', '--listings', '200', '--seed', 'tz', '--out', b],
+      {
+        env: { ...process.env, TZ: 'Pacific/Chatham', LANG: 'de_DE.UTF-8', LC_ALL: 'de_DE.UTF-8' },
+        encoding: 'utf8',
+      },
+    );
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     expect(readDir(a)).toEqual(readDir(b));
@@ -94,7 +115,11 @@ describe('determinism', () => {
 });
 
 describe('RESO names and values', () => {
-  const resources: Array<[string, JsonRecord[]]> = [['Property', properties], ['Media', media], ['OpenHouse', openHouses]];
+  const resources: Array<[string, JsonRecord[]]> = [
+    ['Property', properties],
+    ['Media', media],
+    ['OpenHouse', openHouses],
+  ];
 
   it.each(resources)('every %s field is a Data Dictionary 2.0 field of that resource', (resource, records) => {
     const names = new Set(records.flatMap((r) => Object.keys(r)));
@@ -190,7 +215,7 @@ describe('value distributions', () => {
   it('includes the defects a real feed has, at a few percent', () => {
     const missing = share((p) => p.Latitude === undefined || p.Longitude === undefined);
     const zero = share((p) => p.Latitude === 0 && p.Longitude === 0);
-    const swapped = share((p) => (p.Latitude as number | undefined ?? 0) < 0);
+    const swapped = share((p) => ((p.Latitude as number | undefined) ?? 0) < 0);
     const noFullName = share((p) => p.ListAgentFullName === undefined);
     const noYear = share((p) => p.PropertyType !== 'Land' && p.YearBuilt === undefined);
     const noEntry = share((p) => p.OriginalEntryTimestamp === undefined);
@@ -221,7 +246,11 @@ describe('value distributions', () => {
       const words = (p.PublicRemarks as string).split(' ');
       expect(words.length).toBeGreaterThanOrEqual(40);
       expect(words.length).toBeLessThanOrEqual(150);
-      for (const w of (p.PublicRemarks as string).toLowerCase().split(/[^a-z0-9]+/).filter(Boolean)) counts.set(w, (counts.get(w) ?? 0) + 1);
+      for (const w of (p.PublicRemarks as string)
+        .toLowerCase()
+        .split(/[^a-z0-9]+/)
+        .filter(Boolean))
+        counts.set(w, (counts.get(w) ?? 0) + 1);
     }
     const freq = [...counts.values()].sort((a, b) => b - a);
     expect(freq.length).toBeGreaterThan(300);
@@ -270,7 +299,9 @@ describe('child resources', () => {
         expect(price).toBeUndefined();
       }
       const statuses = l.changes.filter((c) => c.FieldName === 'StandardStatus');
-      expect(statuses[statuses.length - 1].NewValue).toBe(l.property.StandardStatus === 'Coming Soon' ? 'Coming Soon' : l.property.StandardStatus === 'Active' ? 'Active' : l.property.StandardStatus);
+      expect(statuses[statuses.length - 1].NewValue).toBe(
+        l.property.StandardStatus === 'Coming Soon' ? 'Coming Soon' : l.property.StandardStatus === 'Active' ? 'Active' : l.property.StandardStatus,
+      );
     }
   });
 });
@@ -311,8 +342,7 @@ describe('accounts and MLS profiles', () => {
 });
 
 describe('CLI', () => {
-  const cli = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'src/adapters/cli.ts'), ...args], { encoding: 'utf8' });
+  const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'src/adapters/cli.ts'), ...args], { encoding: 'utf8' });
 
   it('rejects bad arguments with a clear message and exit code 2', () => {
     const bad = cli('generate', '--listings', 'many', '--out', tmp());

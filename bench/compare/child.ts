@@ -26,7 +26,15 @@ export interface LoadReport {
 }
 
 export type FamilyReport =
-  | { readonly status: 'ok'; readonly answer: Answer; readonly firstMs: number; readonly medianMs: number; readonly p95Ms: number; readonly samples: number; readonly plan?: string }
+  | {
+      readonly status: 'ok';
+      readonly answer: Answer;
+      readonly firstMs: number;
+      readonly medianMs: number;
+      readonly p95Ms: number;
+      readonly samples: number;
+      readonly plan?: string;
+    }
   | { readonly status: 'n/a'; readonly reason: string }
   | { readonly status: 'error'; readonly message: string };
 
@@ -81,8 +89,14 @@ async function main(): Promise<void> {
   const after = memory();
   const mb = (k: keyof NodeJS.MemoryUsage): number => (after[k] - before[k]) / 1e6;
   emit({
-    event: 'loaded', peer: peer.name, loads: peer.loads, loadMs,
-    rssMB: mb('rss'), heapMB: mb('heapUsed'), arrayBuffersMB: mb('arrayBuffers'), externalMB: mb('external') - mb('arrayBuffers'),
+    event: 'loaded',
+    peer: peer.name,
+    loads: peer.loads,
+    loadMs,
+    rssMB: mb('rss'),
+    heapMB: mb('heapUsed'),
+    arrayBuffersMB: mb('arrayBuffers'),
+    externalMB: mb('external') - mb('arrayBuffers'),
   });
   log(`${peer.name}: loaded in ${(loadMs / 1000).toFixed(1)} s, +${mb('rss').toFixed(0)} MB resident`);
 

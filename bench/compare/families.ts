@@ -61,8 +61,16 @@ export type Answer =
 
 /** How an answer is checked against the naive scan's. */
 export const CHECK: Readonly<Record<FamilyId, 'ordered' | 'ranked' | 'set' | 'count' | 'groups'>> = {
-  Q1: 'ordered', Q2: 'ranked', Q3: 'ranked', Q4: 'ordered', Q5: 'groups',
-  Q6: 'ranked', Q7: 'set', Q8: 'ordered', Q9: 'count', Q10: 'ordered',
+  Q1: 'ordered',
+  Q2: 'ranked',
+  Q3: 'ranked',
+  Q4: 'ordered',
+  Q5: 'groups',
+  Q6: 'ranked',
+  Q7: 'set',
+  Q8: 'ordered',
+  Q9: 'count',
+  Q10: 'ordered',
 };
 
 export interface Families {

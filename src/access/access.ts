@@ -280,7 +280,6 @@ export class TableAccess {
     }
     return bits;
   }
-
 }
 
 /** Adds rows [index.covered, to) of a text column to its value -> rows map. */
@@ -377,7 +376,11 @@ export class StoreAccess {
    * already (a snapshot's, or a changed generation's views); `tables` gives the generation's
    * table access structures (with their dead rows).
    */
-  constructor(readonly store: Store, indexes?: StoreIndexes | LiveIndexes, tables?: Map<Table, TableAccess>) {
+  constructor(
+    readonly store: Store,
+    indexes?: StoreIndexes | LiveIndexes,
+    tables?: Map<Table, TableAccess>,
+  ) {
     this.tables = tables ?? new Map<Table, TableAccess>();
     if (indexes !== undefined && 'base' in indexes) {
       this.search = indexes.search;

@@ -184,7 +184,8 @@ async function runServe(argv: string[]): Promise<number> {
   // the demo accounts this data set really has (checked against its password hashes)
   const accounts = new Accounts(engine.store.accounts);
   const demo: string[] = [];
-  for (const a of DEMO_ACCOUNTS) if (await accounts.verify(a.username, a.password)) demo.push(`  ${a.username} / ${a.password}  (sources: ${a.sources.join(', ')})`);
+  for (const a of DEMO_ACCOUNTS)
+    if (await accounts.verify(a.username, a.password)) demo.push(`  ${a.username} / ${a.password}  (sources: ${a.sources.join(', ')})`);
   process.stdout.write(
     `reso-engine: serving ${engine.store.Property.rowCount.toLocaleString('en-US')} listings at ${server.url}/v1/\n` +
       (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
@@ -236,7 +237,13 @@ async function runQuery(argv: string[]): Promise<number> {
   const resource = values.resource as QueryResource;
   if (!['Property', 'Media', 'OpenHouse'].includes(resource)) throw new UsageError(`--resource takes Property, Media or OpenHouse, got '${values.resource}'`);
   const engine = await openEngine(values, clockOption(values.now), false);
-  const sources = values.sources === undefined ? undefined : values.sources.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const sources =
+    values.sources === undefined
+      ? undefined
+      : values.sources
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
   try {
     const result = engine.query(resource, positionals[0] ?? '', { sources });
     process.stdout.write(`${JSON.stringify(result, null, values.pretty ? 2 : undefined)}\n`);

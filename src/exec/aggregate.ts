@@ -422,4 +422,3 @@ function uniqueSorted(a: Float64Array): Float64Array {
   for (let i = 1; i < a.length; i++) if (a[i] !== a[m - 1]) a[m++] = a[i];
   return a.subarray(0, m);
 }
-

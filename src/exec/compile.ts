@@ -295,15 +295,19 @@ function compileCall(node: Extract<Bound, { kind: 'call' }>, ctx: CompileContext
   const args = node.args.map(c);
   const a0 = args[0];
   const a1 = args[1];
-  const str2 = (f: (s: string, t: string) => Value): Evaluator => (row) => {
-    const s = a0(row);
-    const t = a1(row);
-    return s === null || t === null ? null : f(s as string, t as string);
-  };
-  const str1 = (f: (s: string) => Value): Evaluator => (row) => {
-    const s = a0(row);
-    return s === null ? null : f(s as string);
-  };
+  const str2 =
+    (f: (s: string, t: string) => Value): Evaluator =>
+    (row) => {
+      const s = a0(row);
+      const t = a1(row);
+      return s === null || t === null ? null : f(s as string, t as string);
+    };
+  const str1 =
+    (f: (s: string) => Value): Evaluator =>
+    (row) => {
+      const s = a0(row);
+      return s === null ? null : f(s as string);
+    };
   switch (node.fn) {
     case 'contains':
       return str2((s, t) => s.includes(t));

@@ -85,7 +85,10 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
   };
   const compileFilter = (expr: Bound | null): Evaluator | null =>
     expr ? compile(expr, { table, nowMs, searchHit: (ordinal, row) => searches.hit(ordinal, row), geoTest }) : null;
-  const acceptWith = (ev: Evaluator | null) => (row: number): boolean => (visible === null || visible(row)) && (ev === null || ev(row) === true);
+  const acceptWith =
+    (ev: Evaluator | null) =>
+    (row: number): boolean =>
+      (visible === null || visible(row)) && (ev === null || ev(row) === true);
   // Compiled on first use: most paths need only one of them.
   /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
   let acceptAll: ((row: number) => boolean) | undefined;
@@ -125,7 +128,8 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
       // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in;
       // lookup bitsets leave dead rows out themselves)
       const sources = ctx.sources;
-      const terms = sources !== undefined && table === gen.store.Property ? [...source.terms, { field: 'OriginatingSystemName', values: sources }] : source.terms;
+      const terms =
+        sources !== undefined && table === gen.store.Property ? [...source.terms, { field: 'OriginatingSystemName', values: sources }] : source.terms;
       if (sources === undefined || terms !== source.terms) return lookupCount(access, terms);
     }
     return collect().length;
@@ -137,7 +141,13 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
   const strategy = plan.strategy;
   if (plan.grouping) {
     const groups = runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
-    return respond(plan, ctx, groups.order, () => groups.count, (g) => groups.record(g));
+    return respond(
+      plan,
+      ctx,
+      groups.order,
+      () => groups.count,
+      (g) => groups.record(g),
+    );
   }
   let ordered: Uint32Array;
   let count: number | undefined;
@@ -159,13 +169,16 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     const range = rangeOf(perm, table, field, conjuncts(plan.filter));
     // A descending walk reads the cached descending order: the same slice, mirrored (a range's
     // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
-    const order = descending ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start) : perm.subarray(range.start, range.end);
+    const order = descending
+      ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start)
+      : perm.subarray(range.start, range.end);
     // With dictionary lookups as the source, a bit test stands in for their closures.
     const bits = source.kind === 'lookup' ? lookupBits(access, source.terms) : null;
     if (bits === null) ordered = walkOrder(order, 0, accept(), need);
     else {
       const r = restOf();
-      ordered = r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
+      ordered =
+        r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
     }
   } else {
     const matches = collect();

@@ -25,7 +25,7 @@ export function geoResidual(gen: Generation, table: Table, node: GeoNode): (row:
   const { validity, lat, lon } = table.columnOf(node.field.name, 'point')!;
   // A great-circle distance is at least the latitude difference (as an arc): most rows fail
   // this before any trigonometry.
-  const latSpan = ((node.meters / EARTH_RADIUS_M) * 180) / Math.PI * (1 + 1e-9) + 1e-9;
+  const latSpan = (((node.meters / EARTH_RADIUS_M) * 180) / Math.PI) * (1 + 1e-9) + 1e-9;
   let left = GEO_DIRECT_TESTS;
   let bits: Uint32Array | null = null;
   return (row) => {

@@ -28,7 +28,13 @@ export interface PageContext {
  * The response for results in order. `ordered` holds at least the page plus one more result when
  * more remain; `count` is asked only under $count=true.
  */
-export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: () => number, project: (id: number) => Record<string, JsonValue>): QueryResult {
+export function respond(
+  plan: Plan,
+  ctx: PageContext,
+  ordered: Uint32Array,
+  count: () => number,
+  project: (id: number) => Record<string, JsonValue>,
+): QueryResult {
   const { skip, rows, top } = plan.page;
   const pageEnd = Math.min(ordered.length, skip + rows);
   const page = skip < pageEnd ? ordered.subarray(skip, pageEnd) : new Uint32Array(0);
@@ -49,5 +55,7 @@ export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, coun
 function nextPageOf(plan: Plan, token: string): string {
   const { skip, rows, top } = plan.page;
   const next: ParsedQuery = { ...plan.query, skip: skip + rows, skiptoken: token, ...(top !== undefined ? { top: top - rows } : {}) };
-  return `${plan.resource}?${printQueryOptions(next).map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join('&')}`;
+  return `${plan.resource}?${printQueryOptions(next)
+    .map(([name, v]) => `${name}=${encodeURIComponent(v)}`)
+    .join('&')}`;
 }

@@ -22,7 +22,8 @@ export function rangeOf(perm: Uint32Array, table: Table, field: string, top: rea
   let hiOpen = false;
   let ranged = false;
   for (const e of top) {
-    if (e.kind !== 'compare' || e.left.kind !== 'field' || e.left.field.name !== field || e.right.kind !== 'const' || typeof e.right.value !== 'number') continue;
+    if (e.kind !== 'compare' || e.left.kind !== 'field' || e.left.field.name !== field || e.right.kind !== 'const' || typeof e.right.value !== 'number')
+      continue;
     const v = e.right.value;
     ranged = true;
     if ((e.op === 'ge' || e.op === 'gt') && (v > lo || (v === lo && e.op === 'gt'))) [lo, loOpen] = [v, e.op === 'gt'];
@@ -34,8 +35,7 @@ export function rangeOf(perm: Uint32Array, table: Table, field: string, top: rea
   }
   if (!ranged) return { start: 0, end: perm.length };
   // first position whose (valid) value passes `pred`
-  const first = (pred: (v: number) => boolean): number =>
-    partitionPoint(0, perm.length, (m) => !getBit(col.validity, perm[m]) || !pred(col.values[perm[m]]));
+  const first = (pred: (v: number) => boolean): number => partitionPoint(0, perm.length, (m) => !getBit(col.validity, perm[m]) || !pred(col.values[perm[m]]));
   const start = first((v) => (loOpen ? v > lo : v >= lo));
   const end = first((v) => (hiOpen ? v >= hi : v > hi));
   return { start, end: Math.max(start, end) };

@@ -144,7 +144,10 @@ export function accountsFile(seed: string): { accounts: Array<{ username: string
   };
 }
 
-export function profilesFile(): Record<string, { originating_system_name: string; originating_system_full_name: string; disclaimer: string; mls_logo: string; required_update_frequency: string }> {
+export function profilesFile(): Record<
+  string,
+  { originating_system_name: string; originating_system_full_name: string; disclaimer: string; mls_logo: string; required_update_frequency: string }
+> {
   const out: ReturnType<typeof profilesFile> = {};
   for (const mls of MLS_TABLE) {
     out[mls.code] = {

@@ -5,9 +5,22 @@
  */
 import { Rng, Weighted } from './prng.js';
 import {
-  DIRECTIONS, FIRST_NAMES, LAST_NAMES, LOOKUPS, MLS_TABLE, OFFICE_KINDS, OFFICE_WORDS, PHOTO_ROOMS,
-  PROPERTY_TYPES, REMARK_ADJECTIVES, REMARK_PHRASES, STANDARD_STATUS_WEIGHTS, STREET_NAMES, STREET_SUFFIXES,
-  type City, type Mls,
+  DIRECTIONS,
+  FIRST_NAMES,
+  LAST_NAMES,
+  LOOKUPS,
+  MLS_TABLE,
+  OFFICE_KINDS,
+  OFFICE_WORDS,
+  PHOTO_ROOMS,
+  PROPERTY_TYPES,
+  REMARK_ADJECTIVES,
+  REMARK_PHRASES,
+  STANDARD_STATUS_WEIGHTS,
+  STREET_NAMES,
+  STREET_SUFFIXES,
+  type City,
+  type Mls,
 } from './tables.js';
 
 export type JsonRecord = Record<string, unknown>;
@@ -22,9 +35,23 @@ export interface GeneratedListing {
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 
-interface Member { first: string; last: string; full: string; mlsId: string; office: Office }
-interface Office { name: string; mlsId: string }
-interface Street { dirPrefix?: string; name: string; suffix: readonly [string, string]; dirSuffix?: string }
+interface Member {
+  first: string;
+  last: string;
+  full: string;
+  mlsId: string;
+  office: Office;
+}
+interface Office {
+  name: string;
+  mlsId: string;
+}
+interface Street {
+  dirPrefix?: string;
+  name: string;
+  suffix: readonly [string, string];
+  dirSuffix?: string;
+}
 
 /** Everything shared by the listings of one data set, derived from the seed once. */
 export class GeneratorContext {
@@ -84,13 +111,27 @@ export class GeneratorContext {
   }
 
   // Accessors used by buildListing; kept on the context so the tables are built once.
-  pickMls(rng: Rng): Mls { return this.mlsChoice.pick(rng); }
-  pickCity(rng: Rng, mls: Mls): City { return this.cityChoice.get(mls)!.pick(rng); }
-  pickStatus(rng: Rng): string { return this.statusChoice.pick(rng); }
-  pickType(rng: Rng): readonly [string, Weighted<string>] { return this.typeChoice.pick(rng); }
-  pickMember(rng: Rng, mls: Mls): Member { return rng.pick(this.members.get(mls)!); }
-  pickStreet(rng: Rng, city: City): Street { return rng.pick(this.streets.get(city)!); }
-  pickRemark(rng: Rng): string { return this.remarkChoice.pick(rng); }
+  pickMls(rng: Rng): Mls {
+    return this.mlsChoice.pick(rng);
+  }
+  pickCity(rng: Rng, mls: Mls): City {
+    return this.cityChoice.get(mls)!.pick(rng);
+  }
+  pickStatus(rng: Rng): string {
+    return this.statusChoice.pick(rng);
+  }
+  pickType(rng: Rng): readonly [string, Weighted<string>] {
+    return this.typeChoice.pick(rng);
+  }
+  pickMember(rng: Rng, mls: Mls): Member {
+    return rng.pick(this.members.get(mls)!);
+  }
+  pickStreet(rng: Rng, city: City): Street {
+    return rng.pick(this.streets.get(city)!);
+  }
+  pickRemark(rng: Rng): string {
+    return this.remarkChoice.pick(rng);
+  }
 
   /** k distinct values of a lookup, Zipf-weighted, in table order. */
   pickLookups(rng: Rng, key: keyof typeof LOOKUPS, k: number): string[] {
@@ -125,10 +166,13 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
   // Timeline (epoch ms, all before the reference instant).
   const minute = (ms: number): number => Math.floor(ms / 60_000) * 60_000 + rng.int(0, 59) * 1000;
   const ageDays =
-    status === 'Coming Soon' ? rng.range(0, 10)
-    : status === 'Closed' ? rng.range(40, 730)
-    : ['Active', 'Active Under Contract', 'Pending'].includes(status) ? rng.range(1, 200)
-    : rng.range(60, 500);
+    status === 'Coming Soon'
+      ? rng.range(0, 10)
+      : status === 'Closed'
+        ? rng.range(40, 730)
+        : ['Active', 'Active Under Contract', 'Pending'].includes(status)
+          ? rng.range(1, 200)
+          : rng.range(60, 500);
   const entry = minute(ref - ageDays * DAY);
   const contractDate = entry - rng.int(0, 3) * DAY;
   let onMarket: number | undefined = status === 'Coming Soon' ? undefined : entry;
@@ -171,9 +215,10 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
     else if (propertyType === 'Residential Income') livingArea = Math.round(clamp(2800 + rng.normal() * 900, 1200, 9000));
     else livingArea = Math.round(clamp(2100 + rng.normal() * 750, 600, 9500));
     if (!commercial) {
-      beds = propertyType === 'Residential Income'
-        ? Math.round(clamp(livingArea / 500 + rng.normal(), 2, 12))
-        : Math.round(clamp(livingArea / 580 + rng.normal() * 0.6, multiUnit ? 0 : 1, 8));
+      beds =
+        propertyType === 'Residential Income'
+          ? Math.round(clamp(livingArea / 500 + rng.normal(), 2, 12))
+          : Math.round(clamp(livingArea / 580 + rng.normal() * 0.6, multiUnit ? 0 : 1, 8));
       baths = Math.round(clamp(beds * 0.7 + 0.6 + rng.normal() * 0.4, 1, 8));
       stories = multiUnit ? 1 : rng.pick([1, 1, 1, 2, 2, 3]);
       garage = multiUnit ? rng.pick([0, 1, 1, 2]) : rng.pick([0, 1, 2, 2, 2, 3]);
@@ -217,17 +262,28 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
   const suffix = mls.suffixStyle === 'abbreviation' ? street.suffix[1] : street.suffix[0];
   const unit = multiUnit || (subType === 'Townhouse' && rng.chance(0.3)) ? `${rng.int(1, 30)}${rng.pick(['', '', '01', '02', 'A', 'B'])}` : undefined;
   const unparsed = [streetNumber, street.dirPrefix, street.name, suffix, street.dirSuffix, unit ? `Unit ${unit}` : undefined]
-    .filter((p) => p !== undefined).join(' ');
+    .filter((p) => p !== undefined)
+    .join(' ');
 
   // Coordinates, with the defects a real feed has.
   let latitude: number | undefined = round6(city.lat + city.dLat * (rng.next() + rng.next() - 1));
   let longitude: number | undefined = round6(city.lon + city.dLon * (rng.next() + rng.next() - 1));
   let latitudeOnly = false;
   const geoDefect = rng.next();
-  if (geoDefect < 0.015) { latitude = undefined; longitude = undefined; }
-  else if (geoDefect < 0.02) { latitudeOnly = true; longitude = undefined; }
-  else if (geoDefect < 0.027) { latitude = 0; longitude = 0; }
-  else if (geoDefect < 0.029) { const t = latitude; latitude = longitude; longitude = t; }
+  if (geoDefect < 0.015) {
+    latitude = undefined;
+    longitude = undefined;
+  } else if (geoDefect < 0.02) {
+    latitudeOnly = true;
+    longitude = undefined;
+  } else if (geoDefect < 0.027) {
+    latitude = 0;
+    longitude = 0;
+  } else if (geoDefect < 0.029) {
+    const t = latitude;
+    latitude = longitude;
+    longitude = t;
+  }
 
   // Members.
   const listAgent = ctx.pickMember(rng, mls);
@@ -252,9 +308,10 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
 
   // Remarks: an opening line, then Zipf-weighted phrases up to a 40-150 word target.
   const subWord = subType.toLowerCase();
-  let remarks = beds !== undefined && beds > 0
-    ? `This ${rng.pick(REMARK_ADJECTIVES)} ${beds}-bedroom ${subWord} in ${city.name} is ready for you.`
-    : `This ${rng.pick(REMARK_ADJECTIVES)} ${subWord} property in ${city.name} is ready for you.`;
+  let remarks =
+    beds !== undefined && beds > 0
+      ? `This ${rng.pick(REMARK_ADJECTIVES)} ${beds}-bedroom ${subWord} in ${city.name} is ready for you.`
+      : `This ${rng.pick(REMARK_ADJECTIVES)} ${subWord} property in ${city.name} is ready for you.`;
   if (pool) remarks += ' Sparkling private pool.';
   let words = wordCount(remarks);
   const target = rng.int(40, 150);
@@ -264,7 +321,10 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
     if (used.has(phrase)) continue;
     used.add(phrase);
     const w = wordCount(phrase);
-    if (words + w > 150) { if (words >= 40) break; continue; }
+    if (words + w > 150) {
+      if (words >= 40) break;
+      continue;
+    }
     remarks += ` ${phrase}`;
     words += w;
   }
@@ -289,7 +349,13 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
     const base = `https://media.example.com/${mls.code.toLowerCase()}/${listingKey}/${order}`;
     if (category === 'Photo' || category === 'Floor Plan') {
       photos += category === 'Photo' ? 1 : 0;
-      const [w, h] = rng.pick([[2048, 1536], [1024, 768], [1600, 1067], [3000, 2000], [1280, 960]] as const);
+      const [w, h] = rng.pick([
+        [2048, 1536],
+        [1024, 768],
+        [1600, 1067],
+        [3000, 2000],
+        [1280, 960],
+      ] as const);
       rec.MediaType = 'jpeg';
       rec.MediaURL = `${base}.jpg`;
       rec.ImageWidth = w;
@@ -408,7 +474,8 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
         ShowingAgentFirstName: agent.first,
         ShowingAgentLastName: agent.last,
       };
-      if (rng.chance(0.4)) oh.OpenHouseRemarks = rng.pick(['Refreshments served.', 'Please remove shoes.', 'Park on the street.', 'Come see this home!', 'Masks optional.']);
+      if (rng.chance(0.4))
+        oh.OpenHouseRemarks = rng.pick(['Refreshments served.', 'Please remove shoes.', 'Park on the street.', 'Come see this home!', 'Masks optional.']);
       oh.ModificationTimestamp = isoTime(Math.min(ref - rng.int(1, 72) * HOUR, startInstant - rng.int(1, 10) * DAY));
       openHouses.push(oh);
     }

@@ -52,7 +52,11 @@ const RBush = RBushModule as unknown as new () => RTree;
 class Appended {
   /** The row count of the newest view over this tree (the only view it may be extended from in place). */
   rows: number;
-  constructor(readonly tree: RTree, readonly items: Item[], rows: number) {
+  constructor(
+    readonly tree: RTree,
+    readonly items: Item[],
+    rows: number,
+  ) {
     this.rows = rows;
   }
 

@@ -34,7 +34,11 @@ export class Circle {
   private readonly hOut: number;
   private readonly hEdge: number;
 
-  private constructor(readonly lon: number, readonly lat: number, readonly meters: number) {
+  private constructor(
+    readonly lon: number,
+    readonly lat: number,
+    readonly meters: number,
+  ) {
     this.cosQ = cosLat(lat);
     const half = Math.min(Math.PI, meters / EARTH_RADIUS_M) / 2;
     const hLimit = half >= Math.PI / 2 ? 1 : Math.sin(half) ** 2;
@@ -110,7 +114,11 @@ export class PointIndex {
    * `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. Given a
    * state instead (`fromState`), the index adopts it without building anything.
    */
-  constructor(readonly lon: Float64Array, readonly lat: Float64Array, has: ((row: number) => boolean) | PointIndexState) {
+  constructor(
+    readonly lon: Float64Array,
+    readonly lat: Float64Array,
+    has: ((row: number) => boolean) | PointIndexState,
+  ) {
     if (typeof has !== 'function') {
       this.tree = KDBush.from(has.tree);
       this.rowOf = has.rowOf;

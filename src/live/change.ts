@@ -48,8 +48,7 @@ const SEARCH_STEP_ROWS = 256;
 
 /** One operation of a change. */
 export type ChangeOperation =
-  | { readonly resource: ResourceName; readonly upsert: readonly unknown[] }
-  | { readonly resource: ResourceName; readonly remove: readonly string[] };
+  { readonly resource: ResourceName; readonly upsert: readonly unknown[] } | { readonly resource: ResourceName; readonly remove: readonly string[] };
 
 export interface ChangeSummary {
   /** The generation the change produced (ids only grow), or the previous one when nothing changed. */
@@ -62,17 +61,17 @@ export interface ChangeSummary {
   readonly notFound: number;
 }
 
-
-
 /**
  * Checks the operations' shape (before anything is read), throwing a QueryError `InvalidChange`
  * naming the operation; returns them typed.
  */
 export function checkOperations(operations: unknown): ChangeOperation[] {
-  if (!Array.isArray(operations)) throw new QueryError('InvalidChange', 'A change is a list of operations: { resource, upsert: [records] } or { resource, remove: [keys] }.');
+  if (!Array.isArray(operations))
+    throw new QueryError('InvalidChange', 'A change is a list of operations: { resource, upsert: [records] } or { resource, remove: [keys] }.');
   return operations.map((op: unknown, i) => {
     const at = `operation ${i + 1}`;
-    if (op === null || typeof op !== 'object') throw new QueryError('InvalidChange', `${at} is not an object: give { resource, upsert: [records] } or { resource, remove: [keys] }.`);
+    if (op === null || typeof op !== 'object')
+      throw new QueryError('InvalidChange', `${at} is not an object: give { resource, upsert: [records] } or { resource, remove: [keys] }.`);
     const o = op as Record<string, unknown>;
     if (typeof o.resource !== 'string' || !(RESOURCE_NAMES as readonly string[]).includes(o.resource)) {
       throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${RESOURCE_NAMES.join(', ')}.`);
@@ -86,7 +85,8 @@ export function checkOperations(operations: unknown): ChangeOperation[] {
     }
     if (!Array.isArray(o.remove)) throw new QueryError('InvalidChange', `${at}: remove must be a list of ${CATALOG[resource].key} values.`);
     (o.remove as unknown[]).forEach((k, j) => {
-      if (typeof k !== 'string' || k === '') throw new QueryError('InvalidChange', `${at}: remove item ${j + 1} is not a ${CATALOG[resource].key} (a non-empty string).`);
+      if (typeof k !== 'string' || k === '')
+        throw new QueryError('InvalidChange', `${at}: remove item ${j + 1} is not a ${CATALOG[resource].key} (a non-empty string).`);
     });
     return { resource, remove: o.remove as string[] };
   });
@@ -175,7 +175,10 @@ export class ChangeWriter {
 
   private async run(operations: readonly ChangeOperation[], g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
     const store0 = g0.store;
-    const appenders = (this.appenders ??= Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new TableAppender(store0.table(r))])) as Record<ResourceName, TableAppender>);
+    const appenders = (this.appenders ??= Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new TableAppender(store0.table(r))])) as Record<
+      ResourceName,
+      TableAppender
+    >);
     for (const r of RESOURCE_NAMES) {
       if (appenders[r].table !== store0.table(r)) throw new Error(`the ${r} appender is not at the generation being changed`);
     }
@@ -218,7 +221,11 @@ export class ChangeWriter {
     return this.firstModified;
   }
 
-  private async build(operations: readonly ChangeOperation[], g0: Generation, appenders: Record<ResourceName, TableAppender>): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
+  private async build(
+    operations: readonly ChangeOperation[],
+    g0: Generation,
+    appenders: Record<ResourceName, TableAppender>,
+  ): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
     const store0 = g0.store;
     const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store0.table(r)])) as Record<ResourceName, Table>;
     const access0 = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g0.access.of(store0.table(r))])) as Record<ResourceName, TableAccess>;
@@ -269,7 +276,10 @@ export class ChangeWriter {
       await runYielding(eachStep(appenders[r].reserveSteps(upserts.length)));
       for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
         const records = upserts.slice(at, at + CHUNK_RECORDS);
-        const batch = renumbered(() => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }), (line) => numbers[at + line - 1]);
+        const batch = renumbered(
+          () => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }),
+          (line) => numbers[at + line - 1],
+        );
         const before = tables[r];
         const after = appenders[r].append(batch, def.parent ? { parent: tables.Property } : {});
         tables[r] = after;
@@ -294,7 +304,10 @@ export class ChangeWriter {
           const p = link.parentRow[row];
           if (p >= 0 && isDead('Property', p)) {
             throw new DataError({
-              code: 'MissingParent', file: `${r} records`, line: numbers[at + row - before.rowCount], field: def.parent!.field,
+              code: 'MissingParent',
+              file: `${r} records`,
+              line: numbers[at + row - before.rowCount],
+              field: def.parent!.field,
               reason: `${def.parent!.field} '${link.get(row)}' names a listing that was removed`,
             });
           }

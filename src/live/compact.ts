@@ -23,8 +23,17 @@ import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
 import {
-  BooleanColumn, CollectionColumn, DateColumn, DaysOnMarketColumn, DictionaryColumn, NumberColumn, ParentKeyColumn,
-  PointColumn, TimestampColumn, Utf8TextColumn, type Column,
+  BooleanColumn,
+  CollectionColumn,
+  DateColumn,
+  DaysOnMarketColumn,
+  DictionaryColumn,
+  NumberColumn,
+  ParentKeyColumn,
+  PointColumn,
+  TimestampColumn,
+  Utf8TextColumn,
+  type Column,
 } from '../store/columns.js';
 import { Store } from '../store/store.js';
 import { Table } from '../store/table.js';

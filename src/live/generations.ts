@@ -84,7 +84,9 @@ export class Generations {
     if (raw === undefined) return { gen: current, token: this.tokenOf(current) };
     const m = /^([0-9a-f]{8})-([0-9]{1,15})$/.exec(raw);
     if (m === null) {
-      throw new QueryError('InvalidSkipToken', `$skiptoken '${raw.slice(0, 40)}' is not one this service gave: follow the @odata.nextLink as it is.`, { option: '$skiptoken' });
+      throw new QueryError('InvalidSkipToken', `$skiptoken '${raw.slice(0, 40)}' is not one this service gave: follow the @odata.nextLink as it is.`, {
+        option: '$skiptoken',
+      });
     }
     const id = Number(m[2]);
     const now = this.clock();

@@ -102,14 +102,7 @@ export interface GeographyPointLiteral {
   readonly lat: number;
 }
 
-export type LiteralExpr =
-  | NullLiteral
-  | BooleanLiteral
-  | StringLiteral
-  | NumberLiteral
-  | DateLiteral
-  | DateTimeOffsetLiteral
-  | GeographyPointLiteral;
+export type LiteralExpr = NullLiteral | BooleanLiteral | StringLiteral | NumberLiteral | DateLiteral | DateTimeOffsetLiteral | GeographyPointLiteral;
 
 export type LiteralType = LiteralExpr['type'];
 
@@ -192,18 +185,7 @@ export interface InExpr {
   readonly right: ListExpr | Expr;
 }
 
-export type Expr =
-  | LiteralExpr
-  | MemberExpr
-  | CallExpr
-  | LambdaExpr
-  | NotExpr
-  | NegateExpr
-  | AndExpr
-  | OrExpr
-  | CompareExpr
-  | ArithmeticExpr
-  | InExpr;
+export type Expr = LiteralExpr | MemberExpr | CallExpr | LambdaExpr | NotExpr | NegateExpr | AndExpr | OrExpr | CompareExpr | ArithmeticExpr | InExpr;
 
 export type ExprKind = Expr['kind'];
 
@@ -252,10 +234,7 @@ export interface ExpandItem {
   readonly options: ExpandOptions;
 }
 
-export const AGGREGATE_METHODS = [
-  'sum', 'min', 'max', 'average', 'avg', 'countdistinct', 'median',
-  'p10', 'p25', 'p50', 'p75', 'p90', 'p95',
-] as const;
+export const AGGREGATE_METHODS = ['sum', 'min', 'max', 'average', 'avg', 'countdistinct', 'median', 'p10', 'p25', 'p50', 'p75', 'p90', 'p95'] as const;
 
 /** As written: `avg` stays `avg` (the binder treats it as `average` and names a default alias). */
 export type AggregateMethod = (typeof AGGREGATE_METHODS)[number];

@@ -20,16 +20,7 @@
  * One parser instance is built at module load and reused (`input =` resets it); parsing is
  * synchronous, so there is never more than one parse in flight.
  */
-import {
-  EmbeddedActionsParser,
-  EOF,
-  tokenMatcher,
-  type IOrAlt,
-  type IRecognitionException,
-  type IToken,
-  type OrMethodOpts,
-  type TokenType,
-} from 'chevrotain';
+import { EmbeddedActionsParser, EOF, tokenMatcher, type IOrAlt, type IRecognitionException, type IToken, type OrMethodOpts, type TokenType } from 'chevrotain';
 import { QueryError } from '../errors.js';
 import {
   isAggregateMethod,
@@ -110,15 +101,47 @@ const MAX_IDENTIFIER = 128;
 
 /** OData functions (and cast/isof) the service does not have: named as such in the error. */
 const UNSUPPORTED_FUNCTIONS = new Set([
-  'matchesPattern', 'fractionalseconds', 'totalseconds', 'time', 'totaloffsetminutes', 'mindatetime',
-  'maxdatetime', 'round', 'floor', 'ceiling', 'geo.length', 'geo.intersects', 'hassubset',
-  'hassubsequence', 'case', 'cast', 'isof', 'isdefined',
+  'matchesPattern',
+  'fractionalseconds',
+  'totalseconds',
+  'time',
+  'totaloffsetminutes',
+  'mindatetime',
+  'maxdatetime',
+  'round',
+  'floor',
+  'ceiling',
+  'geo.length',
+  'geo.intersects',
+  'hassubset',
+  'hassubsequence',
+  'case',
+  'cast',
+  'isof',
+  'isdefined',
 ]);
 
 const UNSUPPORTED_TRANSFORMATIONS = new Set([
-  'compute', 'concat', 'identity', 'orderby', 'top', 'skip', 'search', 'topcount', 'topsum',
-  'toppercent', 'bottomcount', 'bottomsum', 'bottompercent', 'nest', 'addnested', 'join',
-  'outerjoin', 'ancestors', 'descendants', 'traverse',
+  'compute',
+  'concat',
+  'identity',
+  'orderby',
+  'top',
+  'skip',
+  'search',
+  'topcount',
+  'topsum',
+  'toppercent',
+  'bottomcount',
+  'bottomsum',
+  'bottompercent',
+  'nest',
+  'addnested',
+  'join',
+  'outerjoin',
+  'ancestors',
+  'descendants',
+  'traverse',
 ]);
 
 /** What a failed choice in each rule was looking for, in words. */
@@ -154,8 +177,7 @@ function expectation(ruleName: string, paths: TokenType[][]): string {
 }
 
 const errorMessageProvider = {
-  buildMismatchTokenMessage: (o: { expected: TokenType; actual: IToken }) =>
-    `expected ${label(o.expected)}, found ${describeToken(o.actual)}`,
+  buildMismatchTokenMessage: (o: { expected: TokenType; actual: IToken }) => `expected ${label(o.expected)}, found ${describeToken(o.actual)}`,
   buildNotAllInputParsedMessage: (o: { firstRedundant: IToken }) => `unexpected ${describeToken(o.firstRedundant)}`,
   buildNoViableAltMessage: (o: { expectedPathsPerAlt: TokenType[][][]; actual: IToken[]; ruleName: string }) =>
     `expected ${expectation(o.ruleName, o.expectedPathsPerAlt.flat())}, found ${describeToken(o.actual[0])}`,
@@ -276,10 +298,7 @@ class ODataParser extends EmbeddedActionsParser {
       const body = t.image.slice(1, -1);
       lit = { kind: 'literal', type: 'string', value: body.includes("''") ? body.replace(/''/g, "'") : body };
     } else if (tt === NumberLit || tt === DateLike || tt === Geography) {
-      const r =
-        tt === NumberLit ? numberLiteral(t.image)
-        : tt === DateLike ? dateLiteral(t.image)
-        : geographyLiteral(t.image.slice(10, -1), 10);
+      const r = tt === NumberLit ? numberLiteral(t.image) : tt === DateLike ? dateLiteral(t.image) : geographyLiteral(t.image.slice(10, -1), 10);
       if (isLiteralFailure(r)) throw this.fail(r.code, start + r.offset, r.what);
       lit = r;
     } else if (tt === Null) {
@@ -519,9 +538,7 @@ class ODataParser extends EmbeddedActionsParser {
         this.adjacent(first, open);
         const name = first.image;
         if (!isFunctionName(name)) {
-          throw this.fail('UnknownFunction', start, UNSUPPORTED_FUNCTIONS.has(name)
-            ? `the function '${name}' is not supported`
-            : `unknown function '${name}'`);
+          throw this.fail('UnknownFunction', start, UNSUPPORTED_FUNCTIONS.has(name) ? `the function '${name}' is not supported` : `unknown function '${name}'`);
         }
         this.enter(open);
       }
@@ -567,7 +584,11 @@ class ODataParser extends EmbeddedActionsParser {
         if (this.live) {
           this.adjacent(seg, open);
           if (seg.image !== 'any' && seg.image !== 'all') {
-            throw this.fail('UnsupportedSyntax', open.startOffset, `'${seg.image}(' is not supported: only the lambdas any(...) and all(...) may follow a path`);
+            throw this.fail(
+              'UnsupportedSyntax',
+              open.startOffset,
+              `'${seg.image}(' is not supported: only the lambdas any(...) and all(...) may follow a path`,
+            );
           }
           this.enter(open);
         }

@@ -55,13 +55,7 @@ function isLeap(y: number): boolean {
 }
 
 /** Reads a two-digit field whose first digit must be in `first` and second in `second(first)`. */
-function twoDigits(
-  text: string,
-  i: number,
-  name: string,
-  first: (c: string) => boolean,
-  second: (c0: string, c1: string) => boolean,
-): number | LiteralFailure {
+function twoDigits(text: string, i: number, name: string, first: (c: string) => boolean, second: (c0: string, c1: string) => boolean): number | LiteralFailure {
   const c0 = text[i];
   if (c0 === undefined || !isDigit(c0) || !first(c0)) return fail(i, `invalid ${name} in '${text}': found ${found(text, i)}`);
   const c1 = text[i + 1];
@@ -70,14 +64,45 @@ function twoDigits(
 }
 
 const month = (text: string, i: number) =>
-  twoDigits(text, i, 'month (01-12)', (c) => c === '0' || c === '1', (a, b) => (a === '0' ? b !== '0' : b <= '2'));
+  twoDigits(
+    text,
+    i,
+    'month (01-12)',
+    (c) => c === '0' || c === '1',
+    (a, b) => (a === '0' ? b !== '0' : b <= '2'),
+  );
 const day = (text: string, i: number) =>
-  twoDigits(text, i, 'day (01-31)', (c) => c <= '3', (a, b) => (a === '0' ? b !== '0' : a === '3' ? b <= '1' : true));
+  twoDigits(
+    text,
+    i,
+    'day (01-31)',
+    (c) => c <= '3',
+    (a, b) => (a === '0' ? b !== '0' : a === '3' ? b <= '1' : true),
+  );
 const hour = (text: string, i: number) =>
-  twoDigits(text, i, 'hour (00-23)', (c) => c <= '2', (a, b) => (a === '2' ? b <= '3' : true));
-const minute = (text: string, i: number) => twoDigits(text, i, 'minute (00-59)', (c) => c <= '5', () => true);
+  twoDigits(
+    text,
+    i,
+    'hour (00-23)',
+    (c) => c <= '2',
+    (a, b) => (a === '2' ? b <= '3' : true),
+  );
+const minute = (text: string, i: number) =>
+  twoDigits(
+    text,
+    i,
+    'minute (00-59)',
+    (c) => c <= '5',
+    () => true,
+  );
 const second = (text: string, i: number) =>
-  twoDigits(text, i, 'second (00-60)', (c) => c <= '6', (a, b) => (a === '6' ? b === '0' : true));
+  twoDigits(
+    text,
+    i,
+    'second (00-60)',
+    (c) => c <= '6',
+    (a, b) => (a === '6' ? b === '0' : true),
+  );
 
 function expectChar(text: string, i: number, ch: string, what: string): LiteralFailure | null {
   return text[i] === ch ? null : fail(i, `expected '${ch}' ${what} in '${text}', found ${found(text, i)}`);

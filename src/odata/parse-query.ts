@@ -3,7 +3,16 @@
  * option, by syntax alone (no schema). See SERVICE.md §3 and §6.
  */
 import { QueryError } from '../errors.js';
-import { attachSpans, type ApplyTransformation, type ExpandItem, type Expr, type OrderByItem, type ParsedQuery, type SelectItem, type SpanRecorder } from './ast.js';
+import {
+  attachSpans,
+  type ApplyTransformation,
+  type ExpandItem,
+  type Expr,
+  type OrderByItem,
+  type ParsedQuery,
+  type SelectItem,
+  type SpanRecorder,
+} from './ast.js';
 import { queryError } from './errors.js';
 import { nonNegativeInteger, parser, type Entry, type ParseLimits } from './grammar.js';
 
@@ -25,9 +34,7 @@ export interface ParseOptions {
 
 export const DEFAULT_LIMITS: ParseLimits = Object.freeze({ maxDepth: 64, maxInListItems: 1000, maxOrderByItems: 8 });
 
-const SYSTEM_OPTIONS = [
-  '$filter', '$select', '$orderby', '$top', '$skip', '$skiptoken', '$count', '$ignorenulls', '$expand', '$apply', '$format',
-] as const;
+const SYSTEM_OPTIONS = ['$filter', '$select', '$orderby', '$top', '$skip', '$skiptoken', '$count', '$ignorenulls', '$expand', '$apply', '$format'] as const;
 type SystemOption = (typeof SYSTEM_OPTIONS)[number];
 
 function isSystemOption(name: string): name is SystemOption {
@@ -210,5 +217,15 @@ export function parseQuery(text: string, options?: ParseOptions): ParsedQuery {
 
 /** The option keys of ParsedQuery in canonical (printing) order. */
 export const QUERY_KEYS = [
-  'filter', 'select', 'orderby', 'top', 'skip', 'skiptoken', 'count', 'ignorenulls', 'expand', 'apply', 'format',
+  'filter',
+  'select',
+  'orderby',
+  'top',
+  'skip',
+  'skiptoken',
+  'count',
+  'ignorenulls',
+  'expand',
+  'apply',
+  'format',
 ] as const satisfies readonly (keyof ParsedQuery)[];

@@ -188,9 +188,7 @@ export function printApply(trafos: readonly ApplyTransformation[]): string {
           return `aggregate(${t.items.map(printAggregateItem).join(',')})`;
         case 'groupby': {
           const props = `(${t.properties.map((p) => p.path.join('/')).join(',')})`;
-          return t.aggregate === null
-            ? `groupby(${props})`
-            : `groupby(${props},aggregate(${t.aggregate.items.map(printAggregateItem).join(',')}))`;
+          return t.aggregate === null ? `groupby(${props})` : `groupby(${props},aggregate(${t.aggregate.items.map(printAggregateItem).join(',')}))`;
         }
       }
     })
@@ -224,5 +222,7 @@ export function printQueryOptions(q: ParsedQuery): Array<[string, string]> {
 
 /** Canonical query string: the options present, in a fixed order, `&`-separated. */
 export function printQuery(q: ParsedQuery): string {
-  return printQueryOptions(q).map(([name, value]) => `${name}=${value}`).join('&');
+  return printQueryOptions(q)
+    .map(([name, value]) => `${name}=${value}`)
+    .join('&');
 }

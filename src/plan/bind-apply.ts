@@ -69,8 +69,14 @@ const METHOD_TYPES: Record<Exclude<AggregateOp, 'count'>, readonly ValueType[]> 
 };
 
 const TYPE_WORDS: Record<ValueType, string> = {
-  string: 'a string', integer: 'an integer', decimal: 'a number', boolean: 'a boolean', date: 'a date',
-  dateTimeOffset: 'a timestamp', point: 'a geography point', null: 'null',
+  string: 'a string',
+  integer: 'an integer',
+  decimal: 'a number',
+  boolean: 'a boolean',
+  date: 'a date',
+  dateTimeOffset: 'a timestamp',
+  point: 'a geography point',
+  null: 'null',
 };
 
 const ACCEPTS: Record<Exclude<AggregateOp, 'count'>, string> = {
@@ -154,7 +160,7 @@ export function bindApply(parsed: ParsedQuery, contextOf: (option: string) => Bi
       properties.push(f.name);
     }
   }
-  const items: readonly AggregateItem[] = grouping.kind === 'groupby' ? grouping.aggregate?.items ?? [] : grouping.items;
+  const items: readonly AggregateItem[] = grouping.kind === 'groupby' ? (grouping.aggregate?.items ?? []) : grouping.items;
   const aggregates: BoundAggregate[] = [];
   for (const item of items) {
     let agg: BoundAggregate;

@@ -83,7 +83,7 @@ export function bindExpand(items: readonly ExpandItem[], ctx: ExpandBindContext)
     const schema = ctx.schemaOf(resource);
     const bc: BindContext = { schema, option: '$expand', spanOf: ctx.spanOf };
     const o = item.options;
-    const select = o.select ? bindSelect(o.select, bc)?.map((f) => f.name) ?? null : null;
+    const select = o.select ? (bindSelect(o.select, bc)?.map((f) => f.name) ?? null) : null;
     const filter = o.filter ? bindFilter(o.filter, bc).expr : null;
     const order = o.orderby
       ? bindOrderBy(o.orderby, bc, 0).map((k) => {

@@ -80,8 +80,14 @@ export function comparable(a: ValueType, b: ValueType): boolean {
 }
 
 const TYPE_WORDS: Record<ValueType, string> = {
-  string: 'a string', integer: 'an integer', decimal: 'a number', boolean: 'a boolean', date: 'a date',
-  dateTimeOffset: 'a timestamp', point: 'a geography point', null: 'null',
+  string: 'a string',
+  integer: 'an integer',
+  decimal: 'a number',
+  boolean: 'a boolean',
+  date: 'a date',
+  dateTimeOffset: 'a timestamp',
+  point: 'a geography point',
+  null: 'null',
 };
 
 class Binder {
@@ -156,7 +162,8 @@ class Binder {
         };
       case 'negate': {
         const operand = this.expr(node.operand, scope);
-        if (!isNumeric(operand.type) && operand.type !== 'null') this.fail('TypeMismatch', `Unary minus needs a number, not ${TYPE_WORDS[operand.type]}.`, node);
+        if (!isNumeric(operand.type) && operand.type !== 'null')
+          this.fail('TypeMismatch', `Unary minus needs a number, not ${TYPE_WORDS[operand.type]}.`, node);
         return { kind: 'negate', type: operand.type === 'null' ? 'null' : operand.type, operand };
       }
       case 'arithmetic': {
@@ -167,7 +174,16 @@ class Binder {
             this.fail('TypeMismatch', `'${node.operator}' needs numbers, not ${TYPE_WORDS[side.type]}.`, node);
           }
         }
-        const type: ValueType = left.type === 'integer' && right.type === 'integer' ? 'integer' : left.type === 'null' && right.type === 'null' ? 'null' : left.type === 'null' ? right.type : right.type === 'null' ? left.type : 'decimal';
+        const type: ValueType =
+          left.type === 'integer' && right.type === 'integer'
+            ? 'integer'
+            : left.type === 'null' && right.type === 'null'
+              ? 'null'
+              : left.type === 'null'
+                ? right.type
+                : right.type === 'null'
+                  ? left.type
+                  : 'decimal';
         return { kind: 'arith', type, op: node.operator, left, right };
       }
       case 'compare':
@@ -192,7 +208,8 @@ class Binder {
         const f = this.field(right.path[0], right);
         if (!f.collection) this.fail('TypeMismatch', `${f.name} is not a collection; use eq, or 'in' with a list.`, right);
         const elem = valueTypeOf(f.type);
-        if (!comparable(left.type, elem)) this.fail('TypeMismatch', `'in' compares ${TYPE_WORDS[left.type]} with elements of ${f.name} (${TYPE_WORDS[elem]}).`, node);
+        if (!comparable(left.type, elem))
+          this.fail('TypeMismatch', `'in' compares ${TYPE_WORDS[left.type]} with elements of ${f.name} (${TYPE_WORDS[elem]}).`, node);
         return { kind: 'member', type: 'boolean', value: left, collection: f };
       }
       case 'lambda': {
@@ -222,7 +239,12 @@ class Binder {
   }
 
   compare(op: CompareOperator, leftNode: Expr, rightNode: Expr, scope: Scope, node: Expr): Bound {
-    const geo = leftNode.kind === 'call' && leftNode.name === 'geo.distance' ? leftNode : rightNode.kind === 'call' && rightNode.name === 'geo.distance' ? rightNode : null;
+    const geo =
+      leftNode.kind === 'call' && leftNode.name === 'geo.distance'
+        ? leftNode
+        : rightNode.kind === 'call' && rightNode.name === 'geo.distance'
+          ? rightNode
+          : null;
     if (geo) {
       if (geo !== leftNode || op !== 'le') {
         this.fail('InvalidGeoDistance', "geo.distance is only supported as 'geo.distance(Location, geography'POINT(lon lat)') le METERS'.", node);
@@ -244,7 +266,11 @@ class Binder {
   geo(call: Extract<Expr, { kind: 'call' }>, limit: Expr): Bound {
     const [pointArg, literal] = call.args;
     const bad = (): never =>
-      this.fail('InvalidGeoDistance', "geo.distance takes Location or RawLocation and a literal geography'POINT(lon lat)', compared with 'le' to a number of meters.", call);
+      this.fail(
+        'InvalidGeoDistance',
+        "geo.distance takes Location or RawLocation and a literal geography'POINT(lon lat)', compared with 'le' to a number of meters.",
+        call,
+      );
     if (pointArg?.kind !== 'member' || pointArg.path.length !== 1) return bad();
     const f = this.field(pointArg.path[0], pointArg);
     if (f.type !== 'Edm.GeographyPoint') return bad();
@@ -267,7 +293,11 @@ class Binder {
     const want = (i: number, ...types: ValueType[]): void => {
       const t = args[i].type;
       if (t !== 'null' && !types.includes(t)) {
-        this.fail('TypeMismatch', `${node.name}() argument ${i + 1} must be ${types.map((x) => TYPE_WORDS[x]).join(' or ')}, not ${TYPE_WORDS[t]}.`, node.args[i]);
+        this.fail(
+          'TypeMismatch',
+          `${node.name}() argument ${i + 1} must be ${types.map((x) => TYPE_WORDS[x]).join(' or ')}, not ${TYPE_WORDS[t]}.`,
+          node.args[i],
+        );
       }
     };
     let type: ValueType;
@@ -369,9 +399,7 @@ export function bindFilter(node: Expr, ctx: BindContext, firstOrdinal = 0): Boun
   return { expr, searchCount: scope.searchCount };
 }
 
-export type BoundOrderKey =
-  | { readonly kind: 'relevance' }
-  | { readonly kind: 'expr'; readonly expr: Bound; readonly descending: boolean };
+export type BoundOrderKey = { readonly kind: 'relevance' } | { readonly kind: 'expr'; readonly expr: Bound; readonly descending: boolean };
 
 export function bindOrderBy(items: readonly OrderByItem[], ctx: BindContext, searchCount: number): BoundOrderKey[] {
   const binder = new Binder(ctx);
@@ -388,7 +416,7 @@ export function bindOrderBy(items: readonly OrderByItem[], ctx: BindContext, sea
       if (!f.sortable) binder.fail('NotSortable', `${f.name} cannot be ordered by (${f.collection ? 'a collection' : 'a geography point'}).`, e);
     }
     const expr = binder.expr(e, scope);
-    if (expr.type === 'point' || expr.type === 'boolean' && expr.kind !== 'field') {
+    if (expr.type === 'point' || (expr.type === 'boolean' && expr.kind !== 'field')) {
       binder.fail('NotSortable', `$orderby needs a field or a scalar expression, not ${TYPE_WORDS[expr.type]}.`, e);
     }
     return { kind: 'expr', expr, descending: item.direction === 'desc' };

@@ -13,8 +13,24 @@ export type ValueType = 'string' | 'integer' | 'decimal' | 'boolean' | 'date' | 
 export type Value = string | number | boolean | null;
 
 export type BoundFunction =
-  | 'contains' | 'startswith' | 'endswith' | 'tolower' | 'toupper' | 'length' | 'indexof' | 'substring'
-  | 'trim' | 'concat' | 'year' | 'month' | 'day' | 'hour' | 'minute' | 'second' | 'date' | 'now';
+  | 'contains'
+  | 'startswith'
+  | 'endswith'
+  | 'tolower'
+  | 'toupper'
+  | 'length'
+  | 'indexof'
+  | 'substring'
+  | 'trim'
+  | 'concat'
+  | 'year'
+  | 'month'
+  | 'day'
+  | 'hour'
+  | 'minute'
+  | 'second'
+  | 'date'
+  | 'now';
 
 export type Bound =
   | { readonly kind: 'const'; readonly type: ValueType; readonly value: Value }

@@ -61,6 +61,8 @@ function describeOrder(s: OrderStrategy, order: readonly BoundOrderKey[]): strin
 export function describeGrouping(g: BoundGrouping): string {
   const by = g.groupBy.length ? `group by ${g.groupBy.map((f) => f.name).join(', ')}` : 'one group (aggregate)';
   const aggs = g.aggregates.map((a) => `${a.alias} = ${a.op === 'count' ? '$count' : `${a.op === 'percentile' ? `p${a.p}` : a.op}(${a.field!.name})`}`);
-  const order = g.order.length ? `${g.order.map((k) => `${k.property} ${k.descending ? 'desc' : 'asc'}`).join(', ')}, then group values` : 'group values ascending';
+  const order = g.order.length
+    ? `${g.order.map((k) => `${k.property} ${k.descending ? 'desc' : 'asc'}`).join(', ')}, then group values`
+    : 'group values ascending';
   return `${by}${aggs.length ? `; ${aggs.join(', ')}` : ''}; order ${order}`;
 }

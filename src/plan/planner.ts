@@ -89,16 +89,16 @@ function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery,
   const bound = parsed.filter ? bindFilter(parsed.filter, ctx('$filter')) : null;
   const applied = parsed.apply ? bindApply(parsed, ctx, bound) : null;
   const grouping = applied?.grouping ?? null;
-  const filter = applied ? applied.filter : bound?.expr ?? null;
+  const filter = applied ? applied.filter : (bound?.expr ?? null);
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
-  const select = parsed.select && !grouping ? bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null : null;
+  const select = parsed.select && !grouping ? (bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null) : null;
 
   const limit = TOP_LIMITS[resource];
   if (parsed.top !== undefined && parsed.top > limit) {
     throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
   }
   const maxPage = maxPageSize !== undefined && maxPageSize > 0 ? Math.min(Math.floor(maxPageSize), limit) : undefined;
-  const rows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : maxPage ?? DEFAULT_PAGE_SIZE;
+  const rows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : (maxPage ?? DEFAULT_PAGE_SIZE);
 
   const searches = searchCalls(filter);
   // every call is checked (bad terms, min_matches) whether or not it can feed the rows
@@ -148,7 +148,10 @@ function chooseAccess(resource: QueryResource, top: readonly Bound[], searchSize
         if (rows !== null) consider({ kind: 'text', node: e, field: e.left.field.name, value: e.right.value }, rows);
       }
       // A range on a numeric field: the slice of its sorted permutation (binary search).
-      const field = e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number' ? e.left.field.name : null;
+      const field =
+        e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.right.kind === 'const' && typeof e.right.value === 'number'
+          ? e.left.field.name
+          : null;
       const rows = field ? stats.rangeRows(resource, field, top) : null;
       if (field && rows !== null) consider({ kind: 'range', field }, rows);
     }
@@ -157,7 +160,6 @@ function chooseAccess(resource: QueryResource, top: readonly Bound[], searchSize
   if (lookups.length) consider({ kind: 'lookup', terms: lookups }, lookupSize);
   return (best as { path: AccessPath } | null)?.path ?? { kind: 'scan' };
 }
-
 
 /** Top-level conjuncts of a filter (a and b and c → [a, b, c]), without recursion on long chains. */
 export function conjuncts(expr: Bound | null): Bound[] {
@@ -242,13 +244,25 @@ export function answeredBy(source: AccessPath, top: readonly Bound[]): Set<Bound
       return new Set([source.node]);
     case 'lookup': {
       const fields = new Set(source.terms.map((t) => t.field));
-      return new Set(top.filter((e) => {
-        const l = lookupOf(e);
-        return l !== null && fields.has(l.field);
-      }));
+      return new Set(
+        top.filter((e) => {
+          const l = lookupOf(e);
+          return l !== null && fields.has(l.field);
+        }),
+      );
     }
     case 'range':
-      return new Set(top.filter((e) => e.kind === 'compare' && e.op !== 'ne' && e.left.kind === 'field' && e.left.field.name === source.field && e.right.kind === 'const' && typeof e.right.value === 'number'));
+      return new Set(
+        top.filter(
+          (e) =>
+            e.kind === 'compare' &&
+            e.op !== 'ne' &&
+            e.left.kind === 'field' &&
+            e.left.field.name === source.field &&
+            e.right.kind === 'const' &&
+            typeof e.right.value === 'number',
+        ),
+      );
   }
 }
 

@@ -18,7 +18,21 @@
  * - A lock file (`.replication.lock`, the owner's pid) keeps two runs out of one directory; a
  *   lock whose process is gone is taken over.
  */
-import { closeSync, fsyncSync, linkSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync, createReadStream } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+  createReadStream,
+} from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { JsonRecord } from '../generate/listing.js';
@@ -28,8 +42,15 @@ import { loadDataDirectory } from '../store/load.js';
 import { RESOURCE_NAMES } from '../schema/types.js';
 import { ReplicationError } from './errors.js';
 import {
-  keyOf, parentKeyOf, REPLICATED_RESOURCES, TIMESTAMP,
-  type RemovedCounts, type ReplicatedChild, type ReplicatedResource, type ReplicationSink, type ReplicationState,
+  keyOf,
+  parentKeyOf,
+  REPLICATED_RESOURCES,
+  TIMESTAMP,
+  type RemovedCounts,
+  type ReplicatedChild,
+  type ReplicatedResource,
+  type ReplicationSink,
+  type ReplicationState,
 } from './sink.js';
 
 export interface DirectorySinkOptions {
@@ -65,9 +86,13 @@ export class DirectorySink implements ReplicationSink {
   private locked = false;
   private readonly flushRecords: number;
 
-  private constructor(readonly dir: string, private readonly options: DirectorySinkOptions) {
+  private constructor(
+    readonly dir: string,
+    private readonly options: DirectorySinkOptions,
+  ) {
     this.flushRecords = options.flushRecords ?? 20_000;
-    if (!Number.isInteger(this.flushRecords) || this.flushRecords < 1) throw new ReplicationError('InvalidArgument', `flushRecords takes a positive integer, got ${String(options.flushRecords)}`);
+    if (!Number.isInteger(this.flushRecords) || this.flushRecords < 1)
+      throw new ReplicationError('InvalidArgument', `flushRecords takes a positive integer, got ${String(options.flushRecords)}`);
   }
 
   /** Opens (creating it if absent) and locks a target directory, and reads what it holds. */
@@ -202,7 +227,13 @@ export class DirectorySink implements ReplicationSink {
       const install = (r: ReplicatedResource): void => renameSync(path.join(staging, fileOf(r)), path.join(this.dir, fileOf(r)));
       if (superset) {
         const tmp = path.join(this.dir, `.Property.jsonl.${process.pid}.tmp`);
-        writeLines(tmp, concat(this.lines.Property.values(), removedListings.map(([, line]) => line)));
+        writeLines(
+          tmp,
+          concat(
+            this.lines.Property.values(),
+            removedListings.map(([, line]) => line),
+          ),
+        );
         renameSync(tmp, path.join(this.dir, fileOf('Property')));
       } else if (this.dirty.has('Property')) {
         install('Property');
@@ -214,7 +245,9 @@ export class DirectorySink implements ReplicationSink {
     } catch (err) {
       this.broken = true;
       if (err instanceof ReplicationError) throw err;
-      throw new ReplicationError('WriteFailed', `cannot write the data files in ${this.dir}: ${(err as Error).message}; the previous files are unchanged`, { cause: err });
+      throw new ReplicationError('WriteFailed', `cannot write the data files in ${this.dir}: ${(err as Error).message}; the previous files are unchanged`, {
+        cause: err,
+      });
     } finally {
       rmSync(staging, { recursive: true, force: true });
     }
@@ -223,7 +256,10 @@ export class DirectorySink implements ReplicationSink {
     this.previous.clear();
     this.fresh.clear();
     this.sources.clear();
-    this.options.onFlush?.(changed.map(fileOf), REPLICATED_RESOURCES.reduce((n, r) => n + this.lines[r].size, 0));
+    this.options.onFlush?.(
+      changed.map(fileOf),
+      REPLICATED_RESOURCES.reduce((n, r) => n + this.lines[r].size, 0),
+    );
   }
 
   /** The loader's complaint about a staged file, as the record and the URL it came from. */
@@ -241,7 +277,10 @@ export class DirectorySink implements ReplicationSink {
     }
     const url = resource === undefined || key === undefined ? undefined : this.sources.get(`${resource}\t${key}`);
     const what = key === undefined ? err.file : `${resource} '${key}'`;
-    return new ReplicationError('BadRecord', `${what} cannot be stored: ${err.reason}${err.field ? ` (field ${err.field})` : ''}; nothing was written`, { url, cause: err });
+    return new ReplicationError('BadRecord', `${what} cannot be stored: ${err.reason}${err.field ? ` (field ${err.field})` : ''}; nothing was written`, {
+      url,
+      cause: err,
+    });
   }
 
   private writeState(state: ReplicationState): void {
@@ -267,13 +306,20 @@ export class DirectorySink implements ReplicationSink {
       const m = /^(\w+)\.(jsonl|json)(\.gz)?$/.exec(name);
       if (m === null || !(RESOURCE_NAMES as readonly string[]).includes(m[1])) continue;
       if (!(REPLICATED_RESOURCES as readonly string[]).includes(m[1]) || m[2] !== 'jsonl' || m[3] !== undefined) {
-        throw new ReplicationError('TargetNotReplica', `the target ${this.dir} holds ${name}; a replica holds only Property.jsonl, Media.jsonl and OpenHouse.jsonl`);
+        throw new ReplicationError(
+          'TargetNotReplica',
+          `the target ${this.dir} holds ${name}; a replica holds only Property.jsonl, Media.jsonl and OpenHouse.jsonl`,
+        );
       }
       data = true;
     }
     const stateFile = path.join(this.dir, STATE_FILE);
     if (!existsSync(stateFile)) {
-      if (data) throw new ReplicationError('TargetNotReplica', `the target ${this.dir} holds data files but no ${STATE_FILE}: replicate into an empty or new directory`);
+      if (data)
+        throw new ReplicationError(
+          'TargetNotReplica',
+          `the target ${this.dir} holds data files but no ${STATE_FILE}: replicate into an empty or new directory`,
+        );
       return;
     }
     this.saved = readState(stateFile);
@@ -367,8 +413,11 @@ function readState(file: string): ReplicationState {
   for (const [name, rs] of Object.entries(s.resources as Record<string, unknown>)) {
     const r = rs as { field?: unknown; cursor?: { timestamp?: unknown; key?: unknown } | null };
     const c = r?.cursor;
-    const cursorOk = c === null || (typeof c === 'object' && typeof c.key === 'string' && (c.timestamp === null || (typeof c.timestamp === 'string' && TIMESTAMP.test(c.timestamp))));
-    if (!(REPLICATED_RESOURCES as readonly string[]).includes(name) || (r.field !== null && typeof r.field !== 'string') || !cursorOk) return bad(`bad entry for ${name}`);
+    const cursorOk =
+      c === null ||
+      (typeof c === 'object' && typeof c.key === 'string' && (c.timestamp === null || (typeof c.timestamp === 'string' && TIMESTAMP.test(c.timestamp))));
+    if (!(REPLICATED_RESOURCES as readonly string[]).includes(name) || (r.field !== null && typeof r.field !== 'string') || !cursorOk)
+      return bad(`bad entry for ${name}`);
   }
   return state as ReplicationState;
 }

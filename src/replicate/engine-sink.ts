@@ -37,8 +37,14 @@ import { syncDirectory } from '../snapshot/file.js';
 import { DataError } from '../store/errors.js';
 import { ReplicationError } from './errors.js';
 import {
-  keyOf, REPLICATED_RESOURCES, TIMESTAMP,
-  type RemovedCounts, type ReplicatedChild, type ReplicatedResource, type ReplicationSink, type ReplicationState,
+  keyOf,
+  REPLICATED_RESOURCES,
+  TIMESTAMP,
+  type RemovedCounts,
+  type ReplicatedChild,
+  type ReplicatedResource,
+  type ReplicationSink,
+  type ReplicationState,
 } from './sink.js';
 
 export interface EngineSinkOptions {
@@ -59,7 +65,10 @@ export class EngineSink implements ReplicationSink {
   private applying: Promise<unknown> | null = null;
   private readonly stateFile: string | null;
 
-  constructor(readonly engine: Engine, options: EngineSinkOptions = {}) {
+  constructor(
+    readonly engine: Engine,
+    options: EngineSinkOptions = {},
+  ) {
     this.stateFile = options.stateFile ?? null;
     if (this.stateFile === null) this.committed = null;
   }
@@ -173,7 +182,11 @@ function badRecord(resource: ReplicatedResource, records: readonly JsonRecord[],
   const key = record?.[keyOf(resource)];
   const what = typeof key === 'string' ? `${resource} '${key}'` : `a ${resource} record`;
   const hint = err.code === 'SchemaMismatch' ? ' (a field keeps the type its data gave it)' : '';
-  return new ReplicationError('BadRecord', `${what} cannot be stored: ${err.reason}${err.field ? ` (field ${err.field})` : ''}${hint}; nothing of the page was applied`, { url: source, cause: err });
+  return new ReplicationError(
+    'BadRecord',
+    `${what} cannot be stored: ${err.reason}${err.field ? ` (field ${err.field})` : ''}${hint}; nothing of the page was applied`,
+    { url: source, cause: err },
+  );
 }
 
 /** Writes the state to a temporary file, syncs it and renames it over `file`. */
@@ -209,10 +222,17 @@ function readStateFile(file: string): ReplicationState {
     const { key, timestamp } = (c ?? {}) as { key?: unknown; timestamp?: unknown };
     return typeof key === 'string' && (timestamp === null || (typeof timestamp === 'string' && TIMESTAMP.test(timestamp)));
   };
-  const ok = state !== null && typeof state === 'object' && state.version === 1 && typeof state.from === 'string'
-    && (state.status === 'running' || state.status === 'complete') && typeof state.resources === 'object' && state.resources !== null
-    && Object.entries(state.resources).every(([r, s]) => (REPLICATED_RESOURCES as readonly string[]).includes(r)
-      && (s?.field === null || typeof s?.field === 'string') && cursorOk(s?.cursor));
+  const ok =
+    state !== null &&
+    typeof state === 'object' &&
+    state.version === 1 &&
+    typeof state.from === 'string' &&
+    (state.status === 'running' || state.status === 'complete') &&
+    typeof state.resources === 'object' &&
+    state.resources !== null &&
+    Object.entries(state.resources).every(
+      ([r, s]) => (REPLICATED_RESOURCES as readonly string[]).includes(r) && (s?.field === null || typeof s?.field === 'string') && cursorOk(s?.cursor),
+    );
   if (!ok) throw new ReplicationError('BadState', `${file} is not a version 1 replication state; delete it to replicate afresh`);
   return state as ReplicationState;
 }

@@ -23,8 +23,19 @@
 import { QueryError } from '../errors.js';
 
 export type ReplicationErrorCode =
-  | 'InvalidArgument' | 'Unauthorized' | 'HttpError' | 'NetworkError' | 'BadResponse' | 'MissingKey' | 'BadRecord'
-  | 'UnsupportedUpstream' | 'TargetNotReplica' | 'TargetMismatch' | 'TargetLocked' | 'BadState' | 'WriteFailed';
+  | 'InvalidArgument'
+  | 'Unauthorized'
+  | 'HttpError'
+  | 'NetworkError'
+  | 'BadResponse'
+  | 'MissingKey'
+  | 'BadRecord'
+  | 'UnsupportedUpstream'
+  | 'TargetNotReplica'
+  | 'TargetMismatch'
+  | 'TargetLocked'
+  | 'BadState'
+  | 'WriteFailed';
 
 export interface ReplicationErrorInit {
   /** The upstream URL the error concerns. */

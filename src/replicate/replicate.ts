@@ -25,8 +25,15 @@ import { CATALOG, compareOrdinal, DERIVED_PROPERTY_FIELDS } from '../schema/cata
 import { DirectorySink } from './directory-sink.js';
 import { ReplicationError } from './errors.js';
 import {
-  keyOf, parentKeyOf, REPLICATED_RESOURCES, TIMESTAMP,
-  type Cursor, type ReplicatedResource, type ReplicationSink, type ReplicationState, type ResourceState,
+  keyOf,
+  parentKeyOf,
+  REPLICATED_RESOURCES,
+  TIMESTAMP,
+  type Cursor,
+  type ReplicatedResource,
+  type ReplicationSink,
+  type ReplicationState,
+  type ResourceState,
 } from './sink.js';
 import { entityTypes, serviceRoot, stringLiteral, Upstream, type FetchLike, type Page, type RetryInfo } from './upstream.js';
 
@@ -104,9 +111,11 @@ export async function replicate(options: ReplicateOptions): Promise<ReplicationR
   if (typeof options.token !== 'string' || !/^[\x21-\x7e]+$/.test(options.token)) {
     throw new ReplicationError('InvalidArgument', 'the token must be a non-empty string of printable ASCII without spaces');
   }
-  if ((options.to === undefined) === (options.sink === undefined)) throw new ReplicationError('InvalidArgument', 'give either a target directory (to) or a sink');
+  if ((options.to === undefined) === (options.sink === undefined))
+    throw new ReplicationError('InvalidArgument', 'give either a target directory (to) or a sink');
   const maxRetries = options.maxRetries ?? 5;
-  if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new ReplicationError('InvalidArgument', `maxRetries takes a non-negative integer, got ${String(options.maxRetries)}`);
+  if (!Number.isInteger(maxRetries) || maxRetries < 0)
+    throw new ReplicationError('InvalidArgument', `maxRetries takes a non-negative integer, got ${String(options.maxRetries)}`);
   const root = serviceRoot(options.from);
   const clock = options.now ?? Date.now;
   const now = (): number => {
@@ -122,12 +131,19 @@ export async function replicate(options: ReplicateOptions): Promise<ReplicationR
     now,
     maxRetries,
     maxRetryDelayMs: options.maxRetryDelayMs ?? 120_000,
-    onRetry: (r: RetryInfo) => progress({ phase: 'retry', message: `${r.status === null ? 'network failure' : `upstream answered ${r.status}`}; retry ${r.attempt} in ${(r.delayMs / 1000).toFixed(1)} s: ${r.url}` }),
+    onRetry: (r: RetryInfo) =>
+      progress({
+        phase: 'retry',
+        message: `${r.status === null ? 'network failure' : `upstream answered ${r.status}`}; retry ${r.attempt} in ${(r.delayMs / 1000).toFixed(1)} s: ${r.url}`,
+      }),
   });
-  const owned = options.sink !== undefined ? null : await DirectorySink.open(options.to!, {
-    flushRecords: options.flushRecords,
-    onFlush: (files, records) => progress({ phase: 'flush', message: `wrote ${files.join(', ')} (${records.toLocaleString('en-US')} records in all)` }),
-  });
+  const owned =
+    options.sink !== undefined
+      ? null
+      : await DirectorySink.open(options.to!, {
+          flushRecords: options.flushRecords,
+          onFlush: (files, records) => progress({ phase: 'flush', message: `wrote ${files.join(', ')} (${records.toLocaleString('en-US')} records in all)` }),
+        });
   try {
     return await new Replicator(upstream, options.sink ?? owned!, pageSize, now, progress).run();
   } finally {
@@ -173,7 +189,9 @@ class Replicator {
     for (const r of REPLICATED_RESOURCES) {
       const info = types.get(r);
       if (info === undefined || info.key !== keyOf(r)) {
-        throw new ReplicationError('UnsupportedUpstream', `the upstream's $metadata declares no ${r} entity type keyed by ${keyOf(r)}`, { url: `${this.upstream.root}/$metadata` });
+        throw new ReplicationError('UnsupportedUpstream', `the upstream's $metadata declares no ${r} entity type keyed by ${keyOf(r)}`, {
+          url: `${this.upstream.root}/$metadata`,
+        });
       }
       const field = ['ModificationTimestamp', `${r}ModificationTimestamp`].find((f) => info.properties.get(f) === 'Edm.DateTimeOffset') ?? null;
       const before = saved?.resources[r];
@@ -202,7 +220,9 @@ class Replicator {
       }
       throw err;
     }
-    const summary = REPLICATED_RESOURCES.map((r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`).join(', ');
+    const summary = REPLICATED_RESOURCES.map(
+      (r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`,
+    ).join(', ');
     this.progress({ phase: 'done', message: `done: ${summary} (${this.upstream.requests} requests)` });
     return { from: this.upstream.root, resumed, requests: this.upstream.requests, resources: this.counts };
   }
@@ -224,7 +244,11 @@ class Replicator {
       for (let i = 0; i < page.value.length; i++) {
         const pos = this.positionOf(resource, st.field, page.value[i], page.url, i);
         if (last !== null && !after(pos, last)) {
-          throw new ReplicationError('BadResponse', `${resource} rows are not in the requested order: ${describe(pos.cursor)} comes after ${describe(last.cursor)}`, { url: page.url });
+          throw new ReplicationError(
+            'BadResponse',
+            `${resource} rows are not in the requested order: ${describe(pos.cursor)} comes after ${describe(last.cursor)}`,
+            { url: page.url },
+          );
         }
         last = pos;
       }
@@ -237,7 +261,8 @@ class Replicator {
       counts.pages++;
       await this.sink.commit(this.state(), false);
       this.progress({
-        phase: 'changes', resource,
+        phase: 'changes',
+        resource,
         message: `${resource}: page ${counts.pages}, ${counts.upserted.toLocaleString('en-US')} records (up to ${describe(st.cursor)})`,
       });
       if (!moreAfter(page, this.pageSize)) return;
@@ -330,7 +355,11 @@ class Replicator {
       for (const r of records) {
         const parent = parentKeyOf(resource, r);
         if (parent === undefined) {
-          throw new ReplicationError('BadRecord', `${resource} '${String(r[keyOf(resource)])}' has no ${CATALOG[resource].parent!.field} to link it to its listing`, { url: page.url });
+          throw new ReplicationError(
+            'BadRecord',
+            `${resource} '${String(r[keyOf(resource)])}' has no ${CATALOG[resource].parent!.field} to link it to its listing`,
+            { url: page.url },
+          );
         }
         if (parent !== null && !this.sink.has('Property', parent)) absent.add(parent);
       }
@@ -343,7 +372,11 @@ class Replicator {
         });
         if (kept.length < records.length) {
           this.counts[resource].orphans += records.length - kept.length;
-          this.progress({ phase: 'orphans', resource, message: `${resource}: left out ${records.length - kept.length} records whose listing the upstream does not show` });
+          this.progress({
+            phase: 'orphans',
+            resource,
+            message: `${resource}: left out ${records.length - kept.length} records whose listing the upstream does not show`,
+          });
         }
         records = kept;
       }
@@ -379,9 +412,10 @@ function changesOptions(key: string, field: string | null, cursor: Cursor | null
   if (cursor !== null) {
     const k = stringLiteral(cursor.key);
     // The range conjunct first: reso-engine serves `field ge t` from the column's sorted permutation.
-    filter = cursor.timestamp === null
-      ? `(${field} eq null and ${key} gt ${k}) or ${field} ne null`
-      : `${field} ge ${cursor.timestamp} and (${field} gt ${cursor.timestamp} or ${key} gt ${k})`;
+    filter =
+      cursor.timestamp === null
+        ? `(${field} eq null and ${key} gt ${k}) or ${field} ne null`
+        : `${field} ge ${cursor.timestamp} and (${field} gt ${cursor.timestamp} or ${key} gt ${k})`;
   }
   return { $filter: filter, $orderby: `${field} asc,${key} asc` };
 }

@@ -59,7 +59,8 @@ export function serviceRoot(from: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ReplicationError('InvalidArgument', `the upstream URL '${from}' is not an http(s) URL`);
   if (url.search !== '' || url.hash !== '') throw new ReplicationError('InvalidArgument', `the upstream URL '${from}' must not have a query or fragment`);
-  if (url.username !== '' || url.password !== '') throw new ReplicationError('InvalidArgument', 'the upstream URL must not carry credentials; pass the bearer token separately');
+  if (url.username !== '' || url.password !== '')
+    throw new ReplicationError('InvalidArgument', 'the upstream URL must not carry credentials; pass the bearer token separately');
   let pathname = url.pathname.replace(/\/+$/, '');
   if (pathname === '') pathname = '/v1/listings/data';
   else if (pathname.endsWith('/v1')) pathname += '/listings/data';
@@ -137,7 +138,11 @@ export class Upstream {
       if (TRANSIENT.has(status)) {
         const asked = retryAfterMs(retryAfter, this.options.now());
         if (asked !== null && asked > maxRetryDelayMs) {
-          throw new ReplicationError('HttpError', `the upstream answered ${status} and asks to wait ${Math.ceil(asked / 1000)} s, more than the ${Math.ceil(maxRetryDelayMs / 1000)} s allowed${upstreamSays(text)}`, { url, status });
+          throw new ReplicationError(
+            'HttpError',
+            `the upstream answered ${status} and asks to wait ${Math.ceil(asked / 1000)} s, more than the ${Math.ceil(maxRetryDelayMs / 1000)} s allowed${upstreamSays(text)}`,
+            { url, status },
+          );
         }
         if (attempt <= maxRetries) {
           await this.wait(url, status, attempt, asked ?? backoff(attempt));
@@ -147,7 +152,10 @@ export class Upstream {
       if (status === 401 || status === 403) {
         throw new ReplicationError('Unauthorized', `the upstream refused the token (${status})${upstreamSays(text)}`, { url, status });
       }
-      throw new ReplicationError('HttpError', `the upstream answered ${status}${TRANSIENT.has(status) ? tries(attempt) : ''}${upstreamSays(text)}`, { url, status });
+      throw new ReplicationError('HttpError', `the upstream answered ${status}${TRANSIENT.has(status) ? tries(attempt) : ''}${upstreamSays(text)}`, {
+        url,
+        status,
+      });
     }
   }
 

@@ -24,8 +24,18 @@ for (const sf of SEARCH_FIELDS) {
 
 /** Identifiers and free text that are stored as text from the first row (see FieldDef.freeText). */
 const FREE_TEXT = new Set([
-  'ListingKey', 'ListingId', 'MediaKey', 'OpenHouseKey', 'PropertyChangeKey', 'ResourceRecordKey', 'OpenHouseId',
-  'MediaObjectID', 'UnparsedAddress', 'OriginatingSystemKey', 'SourceSystemKey', 'ParcelNumber',
+  'ListingKey',
+  'ListingId',
+  'MediaKey',
+  'OpenHouseKey',
+  'PropertyChangeKey',
+  'ResourceRecordKey',
+  'OpenHouseId',
+  'MediaObjectID',
+  'UnparsedAddress',
+  'OriginatingSystemKey',
+  'SourceSystemKey',
+  'ParcelNumber',
 ]);
 
 export interface FieldInit {
@@ -59,8 +69,16 @@ export function makeField(init: FieldInit): FieldDef {
 }
 
 const DD_TYPE: Record<string, EdmType> = {
-  String: 'Edm.String', Boolean: 'Edm.Boolean', Int16: 'Edm.Int16', Int32: 'Edm.Int32', Int64: 'Edm.Int64',
-  Decimal: 'Edm.Decimal', Double: 'Edm.Double', Date: 'Edm.Date', DateTimeOffset: 'Edm.DateTimeOffset', Lookup: 'Edm.String',
+  String: 'Edm.String',
+  Boolean: 'Edm.Boolean',
+  Int16: 'Edm.Int16',
+  Int32: 'Edm.Int32',
+  Int64: 'Edm.Int64',
+  Decimal: 'Edm.Decimal',
+  Double: 'Edm.Double',
+  Date: 'Edm.Date',
+  DateTimeOffset: 'Edm.DateTimeOffset',
+  Lookup: 'Edm.String',
 };
 
 function ddFields(table: string, key: string): FieldDef[] {
@@ -116,9 +134,13 @@ const propertyFields = ddFields(DD_FIELDS.Property, 'ListingKey').filter((f) => 
 /** The declared resources, by name. */
 export const CATALOG: Readonly<Record<ResourceName, ResourceDef>> = Object.freeze({
   Property: resource('Property', 'ListingKey', [...propertyFields, ...DERIVED_PROPERTY_FIELDS], null, []),
-  Media: resource('Media', 'MediaKey', ddFields(DD_FIELDS.Media, 'MediaKey'), { field: 'ResourceRecordKey', when: { field: 'ResourceName', equals: 'Property' } }, [
-    { field: 'Order', descending: false },
-  ]),
+  Media: resource(
+    'Media',
+    'MediaKey',
+    ddFields(DD_FIELDS.Media, 'MediaKey'),
+    { field: 'ResourceRecordKey', when: { field: 'ResourceName', equals: 'Property' } },
+    [{ field: 'Order', descending: false }],
+  ),
   OpenHouse: resource('OpenHouse', 'OpenHouseKey', ddFields(DD_FIELDS.OpenHouse, 'OpenHouseKey'), { field: 'ListingKey', when: null }, [
     { field: 'OpenHouseStartTime', descending: false },
   ]),

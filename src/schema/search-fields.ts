@@ -19,12 +19,29 @@ export type SearchSource = string | { readonly fullName: string; readonly firstN
 
 export const SEARCH_FIELD_SOURCES: Readonly<Record<SearchFieldName, readonly SearchSource[]>> = {
   RawAddressSearchText: [
-    'UnparsedAddress', 'StreetNumber', 'StreetDirPrefix', 'StreetName', 'StreetSuffix', 'StreetDirSuffix',
-    'UnitNumber', 'City', 'StateOrProvince', 'PostalCode',
+    'UnparsedAddress',
+    'StreetNumber',
+    'StreetDirPrefix',
+    'StreetName',
+    'StreetSuffix',
+    'StreetDirSuffix',
+    'UnitNumber',
+    'City',
+    'StateOrProvince',
+    'PostalCode',
   ],
   KeywordSearchText: [
-    'ListingId', 'Appliances', 'ArchitecturalStyle', 'Heating', 'Cooling', 'InteriorFeatures', 'ParkingFeatures',
-    'PropertySubType', 'WaterfrontFeatures', 'View', 'PublicRemarks',
+    'ListingId',
+    'Appliances',
+    'ArchitecturalStyle',
+    'Heating',
+    'Cooling',
+    'InteriorFeatures',
+    'ParkingFeatures',
+    'PropertySubType',
+    'WaterfrontFeatures',
+    'View',
+    'PublicRemarks',
   ],
   ListAgentSearchText: [
     { fullName: 'ListAgentFullName', firstName: 'ListAgentFirstName', lastName: 'ListAgentLastName' },

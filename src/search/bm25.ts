@@ -74,12 +74,7 @@ export interface SearchMatch {
  * the view's: evaluate the prepared search on the same view (a FieldIndex stands for its
  * generation-0 view).
  */
-export function prepareSearch(
-  target: FieldIndex | SearchView,
-  text: string,
-  minMatches?: number,
-  maxTerms = DEFAULT_MAX_SEARCH_TERMS,
-): PreparedSearch {
+export function prepareSearch(target: FieldIndex | SearchView, text: string, minMatches?: number, maxTerms = DEFAULT_MAX_SEARCH_TERMS): PreparedSearch {
   const view = asView(target);
   if (minMatches !== undefined && (!Number.isInteger(minMatches) || minMatches < 1)) {
     throw new QueryError('InvalidMinMatches', `search.text min_matches must be a positive integer, got ${String(minMatches)}.`, { option: '$filter' });
@@ -97,7 +92,9 @@ export function prepareSearch(
     throw new QueryError('EmptySearchQuery', `search.text needs at least one word or number to search for; '${text}' has none.`, { option: '$filter' });
   }
   if (pairs.length > maxTerms) {
-    throw new QueryError('TooManySearchTerms', `search.text takes at most ${maxTerms} distinct terms; '${text.slice(0, 60)}' has ${pairs.length}.`, { option: '$filter' });
+    throw new QueryError('TooManySearchTerms', `search.text takes at most ${maxTerms} distinct terms; '${text.slice(0, 60)}' has ${pairs.length}.`, {
+      option: '$filter',
+    });
   }
   // The type-ahead term is the last word as typed (its last token), whatever it normalizes to.
   const lastRaw = raw[raw.length - 1];
@@ -167,7 +164,21 @@ function visitPostings(view: SearchView, s: Scratch, termId: number, weight: num
   const w = termWeight(view, termId, weight);
   const norm = lengthNorm(view);
   const { base } = view;
-  termCount = visitSlice(s, base.rows, base.tfs, view.baseStart(termId), view.baseEnd(termId), base.lengths, 0, view.deadBits, w, norm, exact, stamp, termCount);
+  termCount = visitSlice(
+    s,
+    base.rows,
+    base.tfs,
+    view.baseStart(termId),
+    view.baseEnd(termId),
+    base.lengths,
+    0,
+    view.deadBits,
+    w,
+    norm,
+    exact,
+    stamp,
+    termCount,
+  );
   const tail = view.tailPostings(termId);
   if (tail) termCount = visitSlice(s, tail.rows, tail.tfs, 0, tail.end, view.tailLengths, base.rowCount, view.deadBits, w, norm, exact, stamp, termCount);
   return termCount;
@@ -175,8 +186,19 @@ function visitPostings(view: SearchView, s: Scratch, termId: number, weight: num
 
 /** Postings rows[start, end) with tfs; row r's length is lengths[r - lengthFrom]. */
 function visitSlice(
-  s: Scratch, rows: Uint32Array, tfs: Uint16Array, start: number, end: number, lengths: Uint32Array, lengthFrom: number,
-  dead: Uint32Array | null, w: number, norm: number, exact: boolean, stamp: number, termCount: number,
+  s: Scratch,
+  rows: Uint32Array,
+  tfs: Uint16Array,
+  start: number,
+  end: number,
+  lengths: Uint32Array,
+  lengthFrom: number,
+  dead: Uint32Array | null,
+  w: number,
+  norm: number,
+  exact: boolean,
+  stamp: number,
+  termCount: number,
 ): number {
   const base = 1 - BM25_B;
   const k1p1 = BM25_K1 + 1;
@@ -240,18 +262,40 @@ function evaluateConjunctive(view: SearchView, terms: readonly PreparedTerm[]): 
   const outScores: number[] = [];
   const { base } = view;
   const n = ids.length;
-  conjoin({
-    rows: ids.map(() => base.rows), tfs: ids.map(() => base.tfs),
-    start: Uint32Array.from(ids, (id) => view.baseStart(id)), end: Uint32Array.from(ids, (id) => view.baseEnd(id)),
-    lengths: base.lengths, lengthFrom: 0,
-  }, driver, view.deadBits, weights, norm, outRows, outScores);
+  conjoin(
+    {
+      rows: ids.map(() => base.rows),
+      tfs: ids.map(() => base.tfs),
+      start: Uint32Array.from(ids, (id) => view.baseStart(id)),
+      end: Uint32Array.from(ids, (id) => view.baseEnd(id)),
+      lengths: base.lengths,
+      lengthFrom: 0,
+    },
+    driver,
+    view.deadBits,
+    weights,
+    norm,
+    outRows,
+    outScores,
+  );
   const tails = ids.map((id) => view.tailPostings(id));
   if (tails.every((t) => t !== null)) {
-    conjoin({
-      rows: tails.map((t) => t.rows), tfs: tails.map((t) => t.tfs),
-      start: new Uint32Array(n), end: Uint32Array.from(tails, (t) => t.end),
-      lengths: view.tailLengths, lengthFrom: base.rowCount,
-    }, driver, view.deadBits, weights, norm, outRows, outScores);
+    conjoin(
+      {
+        rows: tails.map((t) => t.rows),
+        tfs: tails.map((t) => t.tfs),
+        start: new Uint32Array(n),
+        end: Uint32Array.from(tails, (t) => t.end),
+        lengths: view.tailLengths,
+        lengthFrom: base.rowCount,
+      },
+      driver,
+      view.deadBits,
+      weights,
+      norm,
+      outRows,
+      outScores,
+    );
   }
   return { rows: Uint32Array.from(outRows), scores: Float64Array.from(outScores) };
 }

@@ -34,7 +34,10 @@ export class Lexicon {
   /** Terms of the vocabulary taken in so far. */
   private size = 0;
 
-  constructor(private readonly vocabulary: Vocabulary, private readonly firstId = 0) {
+  constructor(
+    private readonly vocabulary: Vocabulary,
+    private readonly firstId = 0,
+  ) {
     this.extend();
   }
 

@@ -110,7 +110,10 @@ class Tail implements Vocabulary {
   rowCount: number;
   private lexicon: Lexicon | null = null;
 
-  constructor(readonly firstId: number, baseRows: number) {
+  constructor(
+    readonly firstId: number,
+    baseRows: number,
+  ) {
     this.rowCount = baseRows;
   }
 
@@ -145,7 +148,10 @@ class DeadCounts {
   static readonly EMPTY = new DeadCounts(null, 0);
 
   /** Leaves sit at shift 0; the root covers ids below 32 << shift. */
-  private constructor(private readonly root: TrieNode | null, private readonly shift: number) {}
+  private constructor(
+    private readonly root: TrieNode | null,
+    private readonly shift: number,
+  ) {}
 
   get(id: number): number {
     if (this.root === null || id >>> this.shift >= 32) return 0;
@@ -235,7 +241,8 @@ export class SearchView {
     }
     if (dead.length * 32 < to) throw new RangeError(`SearchView.next: the dead bitmap covers ${dead.length * 32} rows, fewer than ${to}`);
     const { tail } = this;
-    if (to > from && tail.rowCount !== from) throw new Error(`SearchView.next: only the newest view of its lineage (row count ${tail.rowCount}) can append rows; this one has ${from}`);
+    if (to > from && tail.rowCount !== from)
+      throw new Error(`SearchView.next: only the newest view of its lineage (row count ${tail.rowCount}) can append rows; this one has ${from}`);
     const normalize = this.address ? normalizeAddressToken : null;
     const read = (row: number, out: string[]): void => {
       const start = out.length;
@@ -298,7 +305,7 @@ export class SearchView {
         tail.setLength(row - base.rowCount, end - start);
         appendedLength += end - start;
         const ids = appendedIds.subarray(start, end).sort();
-        for (let k = 0; k < ids.length; ) {
+        for (let k = 0; k < ids.length;) {
           const id = ids[k];
           let tf = 0;
           for (; k < ids.length && ids[k] === id; k++) tf++;
@@ -323,8 +330,15 @@ export class SearchView {
     const liveCount = this.liveCount + (to - from) - removed.length;
     const liveLength = this.liveLength + appendedLength - removedLength;
     return new SearchView(
-      base, tail, to, dead, liveCount, liveLength, liveCount > 0 ? liveLength / liveCount : 0,
-      to > from ? tail.firstId + tail.terms.length : this.termCount, this.deadHolders.plus(deadTerms),
+      base,
+      tail,
+      to,
+      dead,
+      liveCount,
+      liveLength,
+      liveCount > 0 ? liveLength / liveCount : 0,
+      to > from ? tail.firstId + tail.terms.length : this.termCount,
+      this.deadHolders.plus(deadTerms),
     );
   }
 

@@ -222,7 +222,7 @@ export function rankSearch(target: FieldIndex | SearchView, search: PreparedSear
     const starts = Uint32Array.from(terms, (t) => t.start);
     const ends = Uint32Array.from(terms, (t) => t.end);
     /** A term's base scores where they are this view's, else null (computed per posting). */
-    const cached = terms.map((t) => (t.same ? t.impacts?.scores ?? null : null));
+    const cached = terms.map((t) => (t.same ? (t.impacts?.scores ?? null) : null));
     const driverScores = d.impacts.scores;
     const n = d.end - d.start;
     const order = n >= IMPACT_MIN_POSTINGS ? impactOrder(base, d.id, driverScores) : null;
@@ -268,10 +268,7 @@ export function rankByMaxScore(
   const { base } = view;
   const heap = new TopKHeap(k);
   const entry = (id: number, weight: number, exact: boolean) => ({ id, weight, exact, w: termWeight(view, id, weight), term: viewTerm(view, id) });
-  const lists = search.terms.map((t) => [
-    ...(t.exact >= 0 ? [entry(t.exact, 1, true)] : []),
-    ...t.inexact.map((id) => entry(id, INEXACT_WEIGHT, false)),
-  ]);
+  const lists = search.terms.map((t) => [...(t.exact >= 0 ? [entry(t.exact, 1, true)] : []), ...t.inexact.map((id) => entry(id, INEXACT_WEIGHT, false))]);
   const sizes = lists.map((l) => l.reduce((n, e) => n + view.postingCount(e.id), 0));
   const bounds = lists.map((l) => l.reduce((m, e) => Math.max(m, e.weight * e.term.max), 0) * (1 + BOUND_SLACK));
   let seed = 0;

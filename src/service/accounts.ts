@@ -41,10 +41,20 @@ function parseHash(text: string, username: string): ScryptHash {
   const R = Number(r);
   const P = Number(p);
   const ok =
-    parts.length === 6 && scheme === 'scrypt' &&
-    Number.isInteger(N) && N > 1 && (N & (N - 1)) === 0 && N <= 2 ** 22 &&
-    Number.isInteger(R) && R > 0 && R <= 64 && Number.isInteger(P) && P > 0 && P <= 16 &&
-    /^[A-Za-z0-9+/]+={0,2}$/.test(salt) && /^[A-Za-z0-9+/]+={0,2}$/.test(hash);
+    parts.length === 6 &&
+    scheme === 'scrypt' &&
+    Number.isInteger(N) &&
+    N > 1 &&
+    (N & (N - 1)) === 0 &&
+    N <= 2 ** 22 &&
+    Number.isInteger(R) &&
+    R > 0 &&
+    R <= 64 &&
+    Number.isInteger(P) &&
+    P > 0 &&
+    P <= 16 &&
+    /^[A-Za-z0-9+/]+={0,2}$/.test(salt) &&
+    /^[A-Za-z0-9+/]+={0,2}$/.test(hash);
   if (!ok) throw new TypeError(`accounts: the password_hash of '${username}' is not of the form scrypt$N$r$p$salt$hash (base64 salt and hash)`);
   const out = { N, r: R, p: P, salt: Buffer.from(salt, 'base64'), hash: Buffer.from(hash, 'base64') };
   if (out.hash.length < 16) throw new TypeError(`accounts: the password hash of '${username}' is shorter than 16 bytes`);
@@ -53,7 +63,9 @@ function parseHash(text: string, username: string): ScryptHash {
 
 function derive(password: string, h: Pick<ScryptHash, 'N' | 'r' | 'p' | 'salt'>, length: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password, h.salt, length, { N: h.N, r: h.r, p: h.p, maxmem: 128 * h.N * h.r * h.p + 32 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key)));
+    scrypt(password, h.salt, length, { N: h.N, r: h.r, p: h.p, maxmem: 128 * h.N * h.r * h.p + 32 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
   });
 }
 
@@ -69,14 +81,21 @@ export class Accounts {
       const { username, password_hash, sources, admin } = (a ?? {}) as Record<string, unknown>;
       if (typeof username !== 'string' || username === '') throw new TypeError('accounts: every account needs a non-empty username');
       if (typeof password_hash !== 'string') throw new TypeError(`accounts: '${username}' has no password_hash`);
-      if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string')) throw new TypeError(`accounts: the sources of '${username}' must be an array of strings`);
+      if (!Array.isArray(sources) || !sources.every((s) => typeof s === 'string'))
+        throw new TypeError(`accounts: the sources of '${username}' must be an array of strings`);
       if (admin !== undefined && typeof admin !== 'boolean') throw new TypeError(`accounts: the admin flag of '${username}' must be true or false`);
       if (byName.has(username)) throw new TypeError(`accounts: '${username}' appears twice`);
       byName.set(username, { username, sources: Object.freeze([...sources]), admin: admin === true, hash: parseHash(password_hash, username) });
     }
     this.byName = byName;
     const first = byName.values().next().value;
-    this.dummy = { N: first?.hash.N ?? 16384, r: first?.hash.r ?? 8, p: first?.hash.p ?? 1, salt: randomBytes(16), hash: randomBytes(first?.hash.hash.length ?? 32) };
+    this.dummy = {
+      N: first?.hash.N ?? 16384,
+      r: first?.hash.r ?? 8,
+      p: first?.hash.p ?? 1,
+      salt: randomBytes(16),
+      hash: randomBytes(first?.hash.hash.length ?? 32),
+    };
   }
 
   get size(): number {

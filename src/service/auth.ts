@@ -88,11 +88,15 @@ export class LoginThrottle {
   private readonly byName = new Map<string, Failures>();
   private sweepAt = 4096;
 
-  constructor(options: LoginThrottleOptions, private readonly clock: () => number) {
+  constructor(
+    options: LoginThrottleOptions,
+    private readonly clock: () => number,
+  ) {
     this.maxFailures = options.maxFailures ?? 10;
     this.windowMs = (options.windowSeconds ?? 60) * 1000;
     this.lockMs = (options.lockSeconds ?? 60) * 1000;
-    if (!(this.maxFailures >= 1) || !(this.windowMs > 0) || !(this.lockMs > 0)) throw new TypeError('loginThrottle: maxFailures, windowSeconds and lockSeconds must be positive');
+    if (!(this.maxFailures >= 1) || !(this.windowMs > 0) || !(this.lockMs > 0))
+      throw new TypeError('loginThrottle: maxFailures, windowSeconds and lockSeconds must be positive');
   }
 
   /** Seconds until the username may try again, or 0 when it may try now. */

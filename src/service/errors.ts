@@ -86,7 +86,9 @@ export function errorObject(error: QueryError): ErrorObject {
   if (error.option !== undefined) out.target = error.option;
   if (error.position !== undefined) out.position = error.position;
   if (error.details !== undefined && error.details.length > 0) {
-    out.details = error.details.map((d) => (d.target === undefined ? { code: d.code, message: d.message } : { code: d.code, message: d.message, target: d.target }));
+    out.details = error.details.map((d) =>
+      d.target === undefined ? { code: d.code, message: d.message } : { code: d.code, message: d.message, target: d.target },
+    );
   }
   return out;
 }

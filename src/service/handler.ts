@@ -20,7 +20,17 @@ import { LoginThrottle, takeRequest, TokenStore, type LoginThrottleOptions, type
 import { ServiceError, statusOf } from './errors.js';
 import { metadataXml, serviceDocument } from './edmx.js';
 import { Profiles } from './profiles.js';
-import { baseUrlOf, checkQueryLength, decodePathSegment, decodeQueryOptions, DEFAULT_LIMITS, maxPageSizeOf, rawQueryOfRequest, readBody, type Limits } from './request.js';
+import {
+  baseUrlOf,
+  checkQueryLength,
+  decodePathSegment,
+  decodeQueryOptions,
+  DEFAULT_LIMITS,
+  maxPageSizeOf,
+  rawQueryOfRequest,
+  readBody,
+  type Limits,
+} from './request.js';
 import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, XML_TYPE } from './respond.js';
 
 export type Handler = (request: Request) => Promise<Response>;
@@ -86,7 +96,9 @@ export function createHandler(options: HandlerOptions): Handler {
   const limits: Limits = { ...DEFAULT_LIMITS, ...options.limits };
   const lifetimeSeconds = options.tokenLifetimeSeconds ?? 3600;
   if (!(lifetimeSeconds > 0)) throw new TypeError('tokenLifetimeSeconds must be positive');
-  const rate = options.rateLimit ? { requestsPerSecond: options.rateLimit.requestsPerSecond, burst: options.rateLimit.burst ?? Math.max(1, options.rateLimit.requestsPerSecond) } : null;
+  const rate = options.rateLimit
+    ? { requestsPerSecond: options.rateLimit.requestsPerSecond, burst: options.rateLimit.burst ?? Math.max(1, options.rateLimit.requestsPerSecond) }
+    : null;
   if (rate && !(rate.requestsPerSecond > 0 && rate.burst >= 1)) throw new TypeError('rateLimit: requestsPerSecond must be positive and burst at least 1');
   const tokens = new TokenStore(lifetimeSeconds * 1000, clock, rate?.burst ?? 0);
   const throttle = options.loginThrottle === false ? null : new LoginThrottle(options.loginThrottle ?? {}, clock);
@@ -97,7 +109,8 @@ export function createHandler(options: HandlerOptions): Handler {
   let metadata: { schemas: Schemas; xml: string } | null = null;
 
   async function token(request: Request): Promise<Response> {
-    if (request.method !== 'POST') throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on /v1/token; use POST.`, { headers: { Allow: 'POST' } });
+    if (request.method !== 'POST')
+      throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on /v1/token; use POST.`, { headers: { Allow: 'POST' } });
     const type = mediaTypeOf(request);
     if (type !== 'application/x-www-form-urlencoded') {
       throw new ServiceError('InvalidContentType', `POST /v1/token takes application/x-www-form-urlencoded, not '${type || 'no content type'}'.`);
@@ -124,7 +137,9 @@ export function createHandler(options: HandlerOptions): Handler {
   async function login(username: string, password: string): Promise<Response> {
     const wait = throttle?.retryAfter(username) ?? 0;
     if (wait > 0) {
-      throw new ServiceError('TooManyLoginAttempts', `Too many failed logins for this username; try again in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
+      throw new ServiceError('TooManyLoginAttempts', `Too many failed logins for this username; try again in ${wait} s.`, {
+        headers: { 'Retry-After': String(wait) },
+      });
     }
     const account = await accounts.verify(username, password);
     if (account === null) {
@@ -139,7 +154,9 @@ export function createHandler(options: HandlerOptions): Handler {
   function authenticate(request: Request): Session {
     const header = request.headers.get('authorization');
     if (header === null) {
-      throw new ServiceError('MissingToken', 'This path needs an Authorization: Bearer <token> header; get a token from POST /v1/token.', { headers: { 'WWW-Authenticate': BEARER_CHALLENGE } });
+      throw new ServiceError('MissingToken', 'This path needs an Authorization: Bearer <token> header; get a token from POST /v1/token.', {
+        headers: { 'WWW-Authenticate': BEARER_CHALLENGE },
+      });
     }
     const session = sessionOf(header);
     if (session === null) {
@@ -149,7 +166,8 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     if (rate) {
       const wait = takeRequest(session, rate, clock());
-      if (wait > 0) throw new ServiceError('RateLimited', `Too many requests for this token; try again in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
+      if (wait > 0)
+        throw new ServiceError('RateLimited', `Too many requests for this token; try again in ${wait} s.`, { headers: { 'Retry-After': String(wait) } });
     }
     return session;
   }
@@ -284,7 +302,10 @@ export function createHandler(options: HandlerOptions): Handler {
           const listing = rec[link.field];
           const linked = link.when === null || rec[link.when.field] === link.when.equals;
           if (!linked || typeof listing !== 'string' || !liveListing(listing)) {
-            const named = typeof listing === 'string' && linked ? `${link.field} '${listing.slice(0, 100)}' is not a listing of this account's sources` : `names no listing (give ${link.when === null ? '' : `${link.when.field} '${link.when.equals}' and `}${link.field})`;
+            const named =
+              typeof listing === 'string' && linked
+                ? `${link.field} '${listing.slice(0, 100)}' is not a listing of this account's sources`
+                : `names no listing (give ${link.when === null ? '' : `${link.when.field} '${link.when.equals}' and `}${link.field})`;
             throw refuse(`${at}: ${named}; this account writes records of its sources' listings only.`);
           }
         }
@@ -312,7 +333,8 @@ export function createHandler(options: HandlerOptions): Handler {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const body = await jsonBody(request);
     const records = Array.isArray(body) ? (body as unknown[]) : memberOf(body, 'value');
-    if (records === undefined) throw new ServiceError('InvalidBody', `POST ${DATA_PREFIX}/${resource} takes a JSON array of ${resource} records, or {"value":[records]}.`);
+    if (records === undefined)
+      throw new ServiceError('InvalidBody', `POST ${DATA_PREFIX}/${resource} takes a JSON array of ${resource} records, or {"value":[records]}.`);
     return summaryResponse(await write(session, [{ resource, upsert: records }]));
   }
 
@@ -321,7 +343,10 @@ export function createHandler(options: HandlerOptions): Handler {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const operations = memberOf(await jsonBody(request), 'operations');
     if (operations === undefined) {
-      throw new ServiceError('InvalidBody', `POST ${DATA_PREFIX}/$changes takes {"operations":[{"resource":"Property","upsert":[records]},{"resource":"Media","remove":["KEY"]}]}.`);
+      throw new ServiceError(
+        'InvalidBody',
+        `POST ${DATA_PREFIX}/$changes takes {"operations":[{"resource":"Property","upsert":[records]},{"resource":"Media","remove":["KEY"]}]}.`,
+      );
     }
     // resources first (the engine's UnknownResource is a 404, and PropertyChange is not written here)
     operations.forEach((op, i) => {
@@ -426,7 +451,11 @@ export function createHandler(options: HandlerOptions): Handler {
         } catch {
           // a failing logger must not turn a 500 into a crash
         }
-        response = jsonResponse(500, { error: { code: 'InternalError', message: `The service failed on this request; it was logged with request id ${id}.` } }, { 'X-Request-Id': id });
+        response = jsonResponse(
+          500,
+          { error: { code: 'InternalError', message: `The service failed on this request; it was logged with request id ${id}.` } },
+          { 'X-Request-Id': id },
+        );
       }
     }
     return request.method === 'HEAD' ? new Response(null, { status: response.status, headers: response.headers }) : response;

@@ -75,7 +75,9 @@ export class Profiles {
         }
         const frequency = parseFrequency(p.required_update_frequency as string);
         if (!frequency) {
-          throw new TypeError(`mls_profiles: ${code}.required_update_frequency '${String(p.required_update_frequency)}' is not "<number> <minutes|hours|days|weeks>"`);
+          throw new TypeError(
+            `mls_profiles: ${code}.required_update_frequency '${String(p.required_update_frequency)}' is not "<number> <minutes|hours|days|weeks>"`,
+          );
         }
         byCode.set(code, { profile: p as unknown as MlsProfile, frequency });
       }

@@ -39,10 +39,7 @@ export function checkQueryLength(raw: string, limits: Limits): void {
   // the raw string is ASCII when a client encoded it; count UTF-8 bytes in case it did not
   const bytes = raw.length > limits.maxQueryStringBytes / 3 ? Buffer.byteLength(raw, 'utf8') : raw.length;
   if (bytes > limits.maxQueryStringBytes) {
-    throw new ServiceError(
-      'QueryStringTooLong',
-      `The query string is ${bytes} bytes long; the limit is ${limits.maxQueryStringBytes} bytes.`,
-    );
+    throw new ServiceError('QueryStringTooLong', `The query string is ${bytes} bytes long; the limit is ${limits.maxQueryStringBytes} bytes.`);
   }
 }
 

@@ -41,7 +41,11 @@ export function errorResponse(error: QueryError): Response {
  * 50,000-row page never exists as one string (records already written are dropped from the
  * array). The bytes are the same either way.
  */
-export function recordsBody(head: string, records: Array<Record<string, JsonValue> | null>, tail: string): { body: Uint8Array | ReadableStream<Uint8Array>; chunked: boolean } {
+export function recordsBody(
+  head: string,
+  records: Array<Record<string, JsonValue> | null>,
+  tail: string,
+): { body: Uint8Array | ReadableStream<Uint8Array>; chunked: boolean } {
   if (records.length <= STREAM_THRESHOLD) {
     return { body: encoder.encode(head + records.map((r) => JSON.stringify(r)).join(',') + tail), chunked: false };
   }

@@ -66,8 +66,7 @@ import zlib from 'node:zlib';
 import { QueryError } from '../errors.js';
 
 export type SnapshotArray =
-  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
-  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+  Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 
 export interface SnapshotContents {
   /** Any JSON-serialisable value. */
@@ -90,8 +89,14 @@ export interface SnapshotContents {
  * | SnapshotUnsupportedHost | a big-endian host, or a Node without `zlib.crc32` (before 20.15)       |
  */
 export type SnapshotErrorCode =
-  | 'SnapshotNotFound' | 'SnapshotForeign' | 'SnapshotVersion' | 'SnapshotTruncated' | 'SnapshotCorrupt'
-  | 'SnapshotUnreadable' | 'SnapshotWriteFailed' | 'SnapshotUnsupportedHost';
+  | 'SnapshotNotFound'
+  | 'SnapshotForeign'
+  | 'SnapshotVersion'
+  | 'SnapshotTruncated'
+  | 'SnapshotCorrupt'
+  | 'SnapshotUnreadable'
+  | 'SnapshotWriteFailed'
+  | 'SnapshotUnsupportedHost';
 
 export class SnapshotError extends QueryError {
   declare readonly code: SnapshotErrorCode;
@@ -116,15 +121,21 @@ const CHUNK_BYTES = 64 * 1024 * 1024;
 const ZEROS = new Uint8Array(8);
 
 type ArrayConstructor =
-  | Uint8ArrayConstructor | Int8ArrayConstructor | Uint16ArrayConstructor | Int16ArrayConstructor
-  | Uint32ArrayConstructor | Int32ArrayConstructor | Float32ArrayConstructor | Float64ArrayConstructor
-  | BigInt64ArrayConstructor | BigUint64ArrayConstructor;
+  | Uint8ArrayConstructor
+  | Int8ArrayConstructor
+  | Uint16ArrayConstructor
+  | Int16ArrayConstructor
+  | Uint32ArrayConstructor
+  | Int32ArrayConstructor
+  | Float32ArrayConstructor
+  | Float64ArrayConstructor
+  | BigInt64ArrayConstructor
+  | BigUint64ArrayConstructor;
 
 /** The element types, by the name the table uses (the constructor's name). */
-const ELEMENT_TYPES: ReadonlyMap<string, ArrayConstructor> = new Map<string, ArrayConstructor>([
-  Uint8Array, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array,
-  Float32Array, Float64Array, BigInt64Array, BigUint64Array,
-].map((c) => [c.name, c]));
+const ELEMENT_TYPES: ReadonlyMap<string, ArrayConstructor> = new Map<string, ArrayConstructor>(
+  [Uint8Array, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array].map((c) => [c.name, c]),
+);
 
 interface TableEntry {
   readonly name: string;
@@ -220,9 +231,17 @@ export function writeSnapshotFile(file: string, contents: SnapshotContents): { b
     fs.renameSync(tmp, file);
   } catch (e) {
     if (fd !== null) {
-      try { fs.closeSync(fd); } catch { /* the write error is the one to report */ }
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* the write error is the one to report */
+      }
     }
-    try { fs.rmSync(tmp, { force: true }); } catch { /* idem */ }
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      /* idem */
+    }
     if (e instanceof SnapshotError) throw e;
     throw new SnapshotError('SnapshotWriteFailed', file, `cannot write the snapshot (${errorText(e)}); any previous file is unchanged`, e);
   }
@@ -327,7 +346,11 @@ export function readSnapshotFile(file: string): SnapshotContents {
       try {
         array = new ctor(entry.length);
       } catch (e) {
-        return fail('SnapshotUnreadable', `cannot allocate ${entry.length * ctor.BYTES_PER_ELEMENT} bytes for array ${JSON.stringify(entry.name)} (${errorText(e)})`, e);
+        return fail(
+          'SnapshotUnreadable',
+          `cannot allocate ${entry.length * ctor.BYTES_PER_ELEMENT} bytes for array ${JSON.stringify(entry.name)} (${errorText(e)})`,
+          e,
+        );
       }
       const view = new Uint8Array(array.buffer);
       for (let at = 0; at < view.length; at += CHUNK_BYTES) {
@@ -351,9 +374,7 @@ export function readSnapshotFile(file: string): SnapshotContents {
 }
 
 /** The JSON header's table and meta, checked against every rule of the layout. */
-function parseHeader(
-  json: Uint8Array, fail: (code: SnapshotErrorCode, reason: string) => never,
-): { table: TableEntry[]; dataBytes: number; meta: unknown } {
+function parseHeader(json: Uint8Array, fail: (code: SnapshotErrorCode, reason: string) => never): { table: TableEntry[]; dataBytes: number; meta: unknown } {
   const corrupt = (what: string): never => fail('SnapshotCorrupt', `inconsistent header: ${what}`);
   let header: unknown;
   try {

@@ -38,8 +38,17 @@ import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js'
 import { ByteIndex } from '../store/byte-index.js';
 import { ChildIndex, type ChildOverlay } from '../store/children.js';
 import {
-  BooleanColumn, CollectionColumn, DateColumn, DaysOnMarketColumn, DictionaryColumn, NumberColumn, ParentKeyColumn, PointColumn,
-  TimestampColumn, Utf8TextColumn, type Column,
+  BooleanColumn,
+  CollectionColumn,
+  DateColumn,
+  DaysOnMarketColumn,
+  DictionaryColumn,
+  NumberColumn,
+  ParentKeyColumn,
+  PointColumn,
+  TimestampColumn,
+  Utf8TextColumn,
+  type Column,
 } from '../store/columns.js';
 import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
@@ -129,8 +138,11 @@ function encodeColumn(c: Column, at: string, out: ArrayCollector): ColumnMeta {
       return { kind: c.kind, values: put('values', c.values), validity: put('validity', c.validity) };
     case 'timestamp':
       return {
-        kind: 'timestamp', values: put('values', c.values), validity: put('validity', c.validity),
-        styles: c.styles === null ? null : put('styles', c.styles), styleTable: [...c.styleTable],
+        kind: 'timestamp',
+        values: put('values', c.values),
+        validity: put('validity', c.validity),
+        styles: c.styles === null ? null : put('styles', c.styles),
+        styleTable: [...c.styleTable],
         exceptions: c.exceptions === null ? null : [...c.exceptions],
       };
     case 'boolean':
@@ -138,20 +150,32 @@ function encodeColumn(c: Column, at: string, out: ArrayCollector): ColumnMeta {
     case 'dictionary':
       return { kind: 'dictionary', codes: put('codes', c.codes), dictionary: [...c.dictionary] };
     case 'collection':
-      return { kind: 'collection', offsets: put('offsets', c.offsets), codes: put('codes', c.codes), dictionary: [...c.dictionary], validity: put('validity', c.validity) };
+      return {
+        kind: 'collection',
+        offsets: put('offsets', c.offsets),
+        codes: put('codes', c.codes),
+        dictionary: [...c.dictionary],
+        validity: put('validity', c.validity),
+      };
     case 'point':
       return { kind: 'point', lat: put('lat', c.lat), lon: put('lon', c.lon), validity: put('validity', c.validity) };
     case 'daysOnMarket':
       return { kind: 'daysOnMarket', reference: put('reference', c.reference), validity: put('validity', c.validity) };
     case 'text':
-      if (c instanceof Utf8TextColumn) return { kind: 'text', bytes: put('bytes', c.bytes), offsets: put('offsets', c.offsets), validity: put('validity', c.validity) };
-      if (c instanceof ParentKeyColumn) return { kind: 'parentKey', parentRow: put('parentRow', c.parentRow), unlinked: c.unlinked === null ? null : [...c.unlinked] };
+      if (c instanceof Utf8TextColumn)
+        return { kind: 'text', bytes: put('bytes', c.bytes), offsets: put('offsets', c.offsets), validity: put('validity', c.validity) };
+      if (c instanceof ParentKeyColumn)
+        return { kind: 'parentKey', parentRow: put('parentRow', c.parentRow), unlinked: c.unlinked === null ? null : [...c.unlinked] };
   }
   throw new Error(`${at}: a ${c.kind} column of an unknown class cannot be saved`);
 }
 
 /** The container contents of an engine's store and indexes (views of the live arrays, no copies). */
-export function encodeEngine(store: Store, indexes: StoreIndexes, firstVersions?: ReadonlyMap<string, number>): { meta: EngineMeta; arrays: Map<string, SnapshotArray> } {
+export function encodeEngine(
+  store: Store,
+  indexes: StoreIndexes,
+  firstVersions?: ReadonlyMap<string, number>,
+): { meta: EngineMeta; arrays: Map<string, SnapshotArray> } {
   const out = new ArrayCollector();
   const tables = {} as Record<ResourceName, TableMeta>;
   for (const r of RESOURCE_NAMES) {
@@ -175,19 +199,38 @@ export function encodeEngine(store: Store, indexes: StoreIndexes, firstVersions?
     const x = indexes.search[f];
     const put = (part: string, a: SnapshotArray): string => out.put(`search.${f}.${part}`, a);
     search[f] = {
-      rowCount: x.rowCount, address: x.address, terms: [...x.terms], offsets: put('offsets', x.offsets), rows: put('rows', x.rows),
-      tfs: put('tfs', x.tfs), lengths: put('lengths', x.lengths), avgLength: x.avgLength,
+      rowCount: x.rowCount,
+      address: x.address,
+      terms: [...x.terms],
+      offsets: put('offsets', x.offsets),
+      rows: put('rows', x.rows),
+      tfs: put('tfs', x.tfs),
+      lengths: put('lengths', x.lengths),
+      avgLength: x.avgLength,
     };
   }
   const points = {} as EngineMeta['points'];
   for (const f of POINT_FIELDS) {
     const s = indexes.points[f].state;
-    points[f] = { tree: out.put(`points.${f}.tree`, new Uint8Array(s.tree)), rowOf: out.put(`points.${f}.rowOf`, s.rowOf), cosAt: out.put(`points.${f}.cosAt`, s.cosAt) };
+    points[f] = {
+      tree: out.put(`points.${f}.tree`, new Uint8Array(s.tree)),
+      rowOf: out.put(`points.${f}.rowOf`, s.rowOf),
+      cosAt: out.put(`points.${f}.cosAt`, s.cosAt),
+    };
   }
   const meta: EngineMeta = {
-    kind: ENGINE_SNAPSHOT_KIND, version: ENGINE_SNAPSHOT_VERSION, tables, children, search, points,
-    report: store.report, accounts: store.accounts, profiles: store.profiles,
-    ...(firstVersions !== undefined && firstVersions.size > 0 ? { firstVersions: [...firstVersions].map(([k, v]): [string, number | null] => [k, v === v ? v : null]) } : {}),
+    kind: ENGINE_SNAPSHOT_KIND,
+    version: ENGINE_SNAPSHOT_VERSION,
+    tables,
+    children,
+    search,
+    points,
+    report: store.report,
+    accounts: store.accounts,
+    profiles: store.profiles,
+    ...(firstVersions !== undefined && firstVersions.size > 0
+      ? { firstVersions: [...firstVersions].map(([k, v]): [string, number | null] => [k, v === v ? v : null]) }
+      : {}),
   };
   return { meta, arrays: out.arrays };
 }
@@ -207,7 +250,10 @@ export function writeEngineSnapshot(file: string, store: Store, indexes: StoreIn
 
 /** Thrown inside decoding; becomes a SnapshotError naming the file. */
 class Reject extends Error {
-  constructor(readonly code: SnapshotErrorCode, reason: string) {
+  constructor(
+    readonly code: SnapshotErrorCode,
+    reason: string,
+  ) {
     super(reason);
   }
 }
@@ -314,7 +360,10 @@ function kindsFor(resource: ResourceName, f: FieldDef): readonly string[] {
   const types: Record<EdmType, readonly string[]> = {
     'Edm.String': CATALOG[resource].parent?.field === f.name ? ['text', 'dictionary', 'parentKey'] : ['text', 'dictionary'],
     'Edm.Boolean': ['boolean'],
-    'Edm.Int16': ['number'], 'Edm.Int32': ['number'], 'Edm.Decimal': ['number'], 'Edm.Double': ['number'],
+    'Edm.Int16': ['number'],
+    'Edm.Int32': ['number'],
+    'Edm.Decimal': ['number'],
+    'Edm.Double': ['number'],
     'Edm.Int64': f.origin === 'derived' && f.name === 'DaysOnMarket' ? ['daysOnMarket'] : ['number'],
     'Edm.Date': ['date'],
     'Edm.DateTimeOffset': ['timestamp'],
@@ -342,7 +391,10 @@ function fieldDef(resource: ResourceName, v: unknown, what: string): FieldDef {
   }
   const declared = CATALOG[resource].field(name);
   if (declared === undefined || !sameDef(f, declared)) {
-    throw new Reject('SnapshotVersion', `${resource}.${name} is declared differently by this build of reso-engine (the snapshot was written by another version); write the snapshot again`);
+    throw new Reject(
+      'SnapshotVersion',
+      `${resource}.${name} is declared differently by this build of reso-engine (the snapshot was written by another version); write the snapshot again`,
+    );
   }
   return declared;
 }
@@ -384,7 +436,8 @@ function decodeColumn(v: unknown, f: FieldDef, resource: ResourceName, n: number
     case 'parentKey': {
       if (parentKeys === null) return corrupt(`${what} links to listings, but ${resource} is not a child resource`);
       const parentRow = a.take(m.parentRow, [Int32Array], n, what);
-      for (let i = 0; i < n; i++) if (parentRow[i] < -1 || parentRow[i] >= parentRows) corrupt(`${what} links row ${i} to listing row ${parentRow[i]} of ${parentRows}`);
+      for (let i = 0; i < n; i++)
+        if (parentRow[i] < -1 || parentRow[i] >= parentRows) corrupt(`${what} links row ${i} to listing row ${parentRow[i]} of ${parentRows}`);
       return new ParentKeyColumn(parentRow, parentKeys, sparse(m.unlinked, n, `${what} unlinked values`));
     }
     case 'collection': {
@@ -412,7 +465,12 @@ function decodeTable(resource: ResourceName, v: unknown, a: Arrays, parent: Tabl
   const defs = m.fields.map((f, i) => fieldDef(resource, f, `${resource} field ${i}`));
   if (new Set(defs.map((f) => f.name)).size !== defs.length) corrupt(`${resource} has a field twice`);
   const key = CATALOG[resource].key;
-  const schema = new TableSchema(resource, key, defs.filter((f) => f.origin !== 'local'), defs.filter((f) => f.origin === 'local'));
+  const schema = new TableSchema(
+    resource,
+    key,
+    defs.filter((f) => f.origin !== 'local'),
+    defs.filter((f) => f.origin === 'local'),
+  );
   if (schema.fields.length !== defs.length || schema.fields.some((f, i) => f !== defs[i])) corrupt(`${resource} fields are not in schema order (or repeat)`);
   if (resource === 'Property') {
     for (const d of DERIVED_PROPERTY_FIELDS) if (schema.indexOf(d.name) < 0) corrupt(`Property lacks the derived field ${d.name}`);
@@ -424,7 +482,8 @@ function decodeTable(resource: ResourceName, v: unknown, a: Arrays, parent: Tabl
   const k = obj(m.keyIndex, `${resource} key index`);
   const table = a.take(k.table, [Int32Array], null, `${resource} key index`);
   const slots = table.length >>> 1;
-  if (slots < 16 || (slots & (slots - 1)) !== 0 || table.length !== slots * 2 || k.mask !== slots - 1) corrupt(`${resource} key index has ${table.length} cells and mask ${String(k.mask)}`);
+  if (slots < 16 || (slots & (slots - 1)) !== 0 || table.length !== slots * 2 || k.mask !== slots - 1)
+    corrupt(`${resource} key index has ${table.length} cells and mask ${String(k.mask)}`);
   if (k.size !== n) corrupt(`${resource} key index holds ${String(k.size)} keys for ${n} rows`);
   if (n >= slots) corrupt(`${resource} key index has no empty slot`);
   let entries = 0;
@@ -535,7 +594,8 @@ function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, Sna
   if (m.firstVersions !== undefined) {
     if (!Array.isArray(m.firstVersions)) corrupt('firstVersions is not a list');
     for (const e of m.firstVersions as unknown[]) {
-      if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string' || !(e[1] === null || Number.isFinite(e[1]))) corrupt('a firstVersions entry is not [key, timestamp or null]');
+      if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string' || !(e[1] === null || Number.isFinite(e[1])))
+        corrupt('a firstVersions entry is not [key, timestamp or null]');
       const [key, ms] = e as [string, number | null];
       firstVersions.set(key, ms ?? NaN);
     }

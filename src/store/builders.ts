@@ -9,8 +9,15 @@ import { getBit, newBitmap, resizeBitmap, setBit } from '../util/bits.js';
 import { ByteIndex, type ByteStore } from './byte-index.js';
 import { allocBytes, copyBytes, decodeUtf8, growBytes, hashBytes, writeUtf8 } from './bytes.js';
 import {
-  BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, ParentKeyColumn, TimestampColumn,
-  Utf8TextColumn, type TextColumn,
+  BooleanColumn,
+  CollectionColumn,
+  DateColumn,
+  DictionaryColumn,
+  NumberColumn,
+  ParentKeyColumn,
+  TimestampColumn,
+  Utf8TextColumn,
+  type TextColumn,
 } from './columns.js';
 import { CANONICAL_STYLE, formatDate, formatTimestamp } from './temporal.js';
 

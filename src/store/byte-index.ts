@@ -28,7 +28,10 @@ export class ByteIndex {
   private mask: number;
   size = 0;
 
-  constructor(private store: ByteStore, expected = 16) {
+  constructor(
+    private store: ByteStore,
+    expected = 16,
+  ) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
     this.table = new Int32Array(cap * 2);

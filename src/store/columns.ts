@@ -28,15 +28,7 @@ export interface GeoJsonPoint {
 }
 
 export type Column =
-  | NumberColumn
-  | DateColumn
-  | TimestampColumn
-  | BooleanColumn
-  | DictionaryColumn
-  | TextColumn
-  | CollectionColumn
-  | PointColumn
-  | DaysOnMarketColumn;
+  NumberColumn | DateColumn | TimestampColumn | BooleanColumn | DictionaryColumn | TextColumn | CollectionColumn | PointColumn | DaysOnMarketColumn;
 
 export type ColumnKind = Column['kind'];
 

@@ -23,7 +23,11 @@ export interface DerivedListingColumns {
   readonly service_OriginalEntryTimestamp: TimestampColumn;
 }
 
-function numeric<T extends Column['kind']>(columns: ReadonlyMap<string, Column>, name: string, kind: T): { values: Float64Array; validity: Uint32Array } | null {
+function numeric<T extends Column['kind']>(
+  columns: ReadonlyMap<string, Column>,
+  name: string,
+  kind: T,
+): { values: Float64Array; validity: Uint32Array } | null {
   const c = columns.get(name);
   if (c === undefined || c.kind !== kind) return null;
   return c as unknown as NumberColumn | DateColumn | TimestampColumn;

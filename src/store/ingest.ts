@@ -19,17 +19,61 @@ import type { FieldDef, ResourceDef, ResourceName } from '../schema/types.js';
 import { ByteIndex } from './byte-index.js';
 import { bytesEqual, decodeUtf8, hashBytes, writeUtf8 } from './bytes.js';
 import {
-  BooleanBuilder, CollectionBuilder, DictBuilder, Dictionary, LinkBuilder, NumberBuilder, TextBuilder, TimestampBuilder, dateTextOf,
+  BooleanBuilder,
+  CollectionBuilder,
+  DictBuilder,
+  Dictionary,
+  LinkBuilder,
+  NumberBuilder,
+  TextBuilder,
+  TimestampBuilder,
+  dateTextOf,
 } from './builders.js';
 import { Utf8TextColumn, type Column } from './columns.js';
 import { deriveListingFields } from './derive.js';
 import { DataError, describeValue } from './errors.js';
 import { Table } from './table.js';
 import {
-  B_BOOLEAN, B_COLLECTION, B_DICT, B_LINK, B_NUMBER, B_TEXT, B_TIMESTAMP, type Builder, C_ESCAPE, C_HIGH,
-  C_QUOTE, CHAR_CLASS, E_BOOLEAN, E_COLLECTION, E_DATE, E_IGNORED, E_INTEGER, E_NUMBER, E_PENDING, E_STRING,
-  E_TIMESTAMP, EXPECT_TEXT, EXPECT_TYPE, expectOf, FieldSlot, mergeExpect, POW10, R_COND, R_KEY, R_LINK,
-  R_NONE, Scratch, type SkipLog, T_BOOL, T_COLL, T_NULL, T_NUM, T_SKIP, T_STR, T_TS,
+  B_BOOLEAN,
+  B_COLLECTION,
+  B_DICT,
+  B_LINK,
+  B_NUMBER,
+  B_TEXT,
+  B_TIMESTAMP,
+  type Builder,
+  C_ESCAPE,
+  C_HIGH,
+  C_QUOTE,
+  CHAR_CLASS,
+  E_BOOLEAN,
+  E_COLLECTION,
+  E_DATE,
+  E_IGNORED,
+  E_INTEGER,
+  E_NUMBER,
+  E_PENDING,
+  E_STRING,
+  E_TIMESTAMP,
+  EXPECT_TEXT,
+  EXPECT_TYPE,
+  expectOf,
+  FieldSlot,
+  mergeExpect,
+  POW10,
+  R_COND,
+  R_KEY,
+  R_LINK,
+  R_NONE,
+  Scratch,
+  type SkipLog,
+  T_BOOL,
+  T_COLL,
+  T_NULL,
+  T_NUM,
+  T_SKIP,
+  T_STR,
+  T_TS,
 } from './record.js';
 import { parseDate, parseTimestamp, TimestampParts } from './temporal.js';
 
@@ -436,7 +480,12 @@ export class TableBuilder {
         if (own < 0) return false;
         const merged = mergeExpect(expect, own);
         if (merged < 0) {
-          return this.fail('BadFieldValue', line, name, `local field ${name} holds ${EXPECT_TEXT[expect]} (inferred from line ${slot.firstLine} of ${this.localFiles.get(slot) ?? this.file}), found ${describeValue(value)}`);
+          return this.fail(
+            'BadFieldValue',
+            line,
+            name,
+            `local field ${name} holds ${EXPECT_TEXT[expect]} (inferred from line ${slot.firstLine} of ${this.localFiles.get(slot) ?? this.file}), found ${describeValue(value)}`,
+          );
         }
         if (merged !== expect) sc.widen[k] = merged;
         expect = merged;
@@ -518,7 +567,8 @@ export class TableBuilder {
   /** The type a local field's value implies on its own, or -1 (reported) when none fits. */
   private localExpect(value: unknown, name: string, line: number): number {
     switch (typeof value) {
-      case 'boolean': return E_BOOLEAN;
+      case 'boolean':
+        return E_BOOLEAN;
       case 'number':
         if (!Number.isFinite(value)) break;
         return Number.isInteger(value) ? E_INTEGER : E_NUMBER;
@@ -526,7 +576,11 @@ export class TableBuilder {
         const sc = this.scratch;
         const mark = sc.arenaEnd;
         const s = sc.putString(value);
-        const kind = parseTimestamp(sc.arena, s, sc.arenaEnd, this.parts) ? E_TIMESTAMP : !Number.isNaN(parseDate(sc.arena, s, sc.arenaEnd)) ? E_DATE : E_STRING;
+        const kind = parseTimestamp(sc.arena, s, sc.arenaEnd, this.parts)
+          ? E_TIMESTAMP
+          : !Number.isNaN(parseDate(sc.arena, s, sc.arenaEnd))
+            ? E_DATE
+            : E_STRING;
         sc.arenaEnd = mark;
         return kind;
       }
@@ -772,24 +826,43 @@ export class TableBuilder {
         columns.set(def.name, derived[def.name as keyof typeof derived]);
       }
     }
-    const schema = new TableSchema(this.resource, this.def.key, fields, locals.map((s) => s.def));
+    const schema = new TableSchema(
+      this.resource,
+      this.def.key,
+      fields,
+      locals.map((s) => s.def),
+    );
     const keyColumn = columns.get(this.def.key);
     if (!(keyColumn instanceof Utf8TextColumn)) throw new Error('key column must be text');
     this.keyIndex.rebind(keyColumn);
     this.lines = new Uint32Array(0);
-    return new Table(this.resource, schema, schema.fields.map((f) => columns.get(f.name)!), this.keyIndex, n, this.options.now);
+    return new Table(
+      this.resource,
+      schema,
+      schema.fields.map((f) => columns.get(f.name)!),
+      this.keyIndex,
+      n,
+      this.options.now,
+    );
   }
 
   private freezeSlot(slot: FieldSlot, n: number): Column {
     const b = slot.builder!;
     switch (slot.kind) {
-      case B_NUMBER: return slot.expect === E_DATE ? (b as NumberBuilder).freezeDates(n) : (b as NumberBuilder).freezeNumbers(n);
-      case B_TIMESTAMP: return (b as TimestampBuilder).freeze(n);
-      case B_BOOLEAN: return (b as BooleanBuilder).freeze(n);
-      case B_TEXT: return (b as TextBuilder).freeze(n);
-      case B_DICT: return (b as DictBuilder).freeze(n);
-      case B_COLLECTION: return (b as CollectionBuilder).freeze(n);
-      case B_LINK: return (b as LinkBuilder).freeze(n, this.parent!.keyColumn);
+      case B_NUMBER:
+        return slot.expect === E_DATE ? (b as NumberBuilder).freezeDates(n) : (b as NumberBuilder).freezeNumbers(n);
+      case B_TIMESTAMP:
+        return (b as TimestampBuilder).freeze(n);
+      case B_BOOLEAN:
+        return (b as BooleanBuilder).freeze(n);
+      case B_TEXT:
+        return (b as TextBuilder).freeze(n);
+      case B_DICT:
+        return (b as DictBuilder).freeze(n);
+      case B_COLLECTION:
+        return (b as CollectionBuilder).freeze(n);
+      case B_LINK:
+        return (b as LinkBuilder).freeze(n, this.parent!.keyColumn);
     }
     throw new Error(`field ${slot.def.name} has no storage`);
   }

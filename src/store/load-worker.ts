@@ -36,9 +36,7 @@ export interface ChildDone {
 }
 
 export type ChildMessage =
-  | { readonly type: 'progress'; readonly bytesRead: number; readonly records: number }
-  | ChildDone
-  | { readonly type: 'failed'; readonly reason: string };
+  { readonly type: 'progress'; readonly bytesRead: number; readonly records: number } | ChildDone | { readonly type: 'failed'; readonly reason: string };
 
 async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
   const skipLog = new SkipLog();
@@ -47,19 +45,23 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
   let bytesRead = 0;
   let reserved = job.gzip;
   try {
-    await readRecords(job.file, {
-      format: job.format,
-      gzip: job.gzip,
-      label: job.label,
-      onChunk: (n) => {
-        bytesRead = n;
-        if (!reserved && b.rowCount >= 256) {
-          reserved = true;
-          b.reserve(Math.ceil((job.bytesTotal / n) * b.rowCount * 1.02));
-        }
-        post({ type: 'progress', bytesRead: n, records: b.rowCount });
+    await readRecords(
+      job.file,
+      {
+        format: job.format,
+        gzip: job.gzip,
+        label: job.label,
+        onChunk: (n) => {
+          bytesRead = n;
+          if (!reserved && b.rowCount >= 256) {
+            reserved = true;
+            b.reserve(Math.ceil((job.bytesTotal / n) * b.rowCount * 1.02));
+          }
+          post({ type: 'progress', bytesRead: n, records: b.rowCount });
+        },
       },
-    }, (src, s, e, line) => b.addBytes(src, s, e, line));
+      (src, s, e, line) => b.addBytes(src, s, e, line),
+    );
   } catch (err) {
     // The main thread loads the file again the sequential way, which reports the error in order.
     post({ type: 'failed', reason: err instanceof DataError ? err.message : String(err) });
@@ -67,15 +69,18 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
   }
   const table = b.finish();
   const { packed, transfer } = packTable(table);
-  post({
-    type: 'done',
-    table: packed,
-    skipped: b.skipped,
-    skipLog: { total: skipLog.total, byCode: skipLog.byCode, samples: skipLog.samples },
-    localFields: b.localFields(),
-    ignoredFields: b.ignoredFields(),
-    bytesRead,
-  }, transfer);
+  post(
+    {
+      type: 'done',
+      table: packed,
+      skipped: b.skipped,
+      skipLog: { total: skipLog.total, byCode: skipLog.byCode, samples: skipLog.samples },
+      localFields: b.localFields(),
+      ignoredFields: b.ignoredFields(),
+      bytesRead,
+    },
+    transfer,
+  );
 }
 
 const job = workerData as ChildJob | null;

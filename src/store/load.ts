@@ -87,7 +87,10 @@ function findDataFile(dir: string, resource: ResourceName, names: ReadonlySet<st
   const found = EXTENSIONS.filter(([ext]) => names.has(resource + ext));
   if (found.length > 1) {
     throw new DataError({
-      code: 'AmbiguousDataFile', file: found.map(([ext]) => resource + ext).join(', '), line: 0, field: null,
+      code: 'AmbiguousDataFile',
+      file: found.map(([ext]) => resource + ext).join(', '),
+      line: 0,
+      field: null,
       reason: `${resource} has ${found.length} data files; keep one`,
     });
   }
@@ -270,7 +273,13 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   const files = {} as Record<ResourceName, DataFile | null>;
   for (const r of RESOURCE_NAMES) files[r] = findDataFile(dir, r, names);
   if (files.Property === null) {
-    throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: 'the data directory has no Property.jsonl (or .jsonl.gz, .json, .json.gz)' });
+    throw new DataError({
+      code: 'MissingDataFile',
+      file: dir,
+      line: 0,
+      field: null,
+      reason: 'the data directory has no Property.jsonl (or .jsonl.gz, .json, .json.gz)',
+    });
   }
   const loader = new Loader(options);
   const media = files.Media;
@@ -280,8 +289,15 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   const worker = parallel
     ? new ChildWorker(
         {
-          kind: WORKER_KIND, resource: 'Media', file: media.file, label, format: media.format, gzip: media.gzip, bytesTotal: mediaBytes,
-          skipBadRecords: options.skipBadRecords === true, fastPath: options.fastPath,
+          kind: WORKER_KIND,
+          resource: 'Media',
+          file: media.file,
+          label,
+          format: media.format,
+          gzip: media.gzip,
+          bytesTotal: mediaBytes,
+          skipBadRecords: options.skipBadRecords === true,
+          fastPath: options.fastPath,
         },
         (m) => options.onProgress?.({ resource: 'Media', file: label, bytesRead: m.bytesRead, bytesTotal: mediaBytes, records: m.records }),
       )

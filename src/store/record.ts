@@ -5,9 +5,7 @@
  */
 import type { EdmType, FieldDef } from '../schema/types.js';
 import { isIntegerType } from '../schema/types.js';
-import type {
-  BooleanBuilder, CollectionBuilder, DictBuilder, LinkBuilder, NumberBuilder, TextBuilder, TimestampBuilder,
-} from './builders.js';
+import type { BooleanBuilder, CollectionBuilder, DictBuilder, LinkBuilder, NumberBuilder, TextBuilder, TimestampBuilder } from './builders.js';
 import { writeUtf8 } from './bytes.js';
 import type { DataError, DataErrorInfo } from './errors.js';
 
@@ -78,17 +76,28 @@ export function expectOf(def: FieldDef): number {
   if (def.origin === 'derived') return E_IGNORED;
   if (def.collection) return E_COLLECTION;
   switch (def.type) {
-    case 'Edm.String': return E_STRING;
-    case 'Edm.Boolean': return E_BOOLEAN;
-    case 'Edm.Date': return E_DATE;
-    case 'Edm.DateTimeOffset': return E_TIMESTAMP;
-    default: return isIntegerType(def.type) ? E_INTEGER : E_NUMBER;
+    case 'Edm.String':
+      return E_STRING;
+    case 'Edm.Boolean':
+      return E_BOOLEAN;
+    case 'Edm.Date':
+      return E_DATE;
+    case 'Edm.DateTimeOffset':
+      return E_TIMESTAMP;
+    default:
+      return isIntegerType(def.type) ? E_INTEGER : E_NUMBER;
   }
 }
 
 export const EXPECT_TYPE: Record<number, EdmType> = {
-  [E_STRING]: 'Edm.String', [E_NUMBER]: 'Edm.Decimal', [E_INTEGER]: 'Edm.Int64', [E_BOOLEAN]: 'Edm.Boolean',
-  [E_DATE]: 'Edm.Date', [E_TIMESTAMP]: 'Edm.DateTimeOffset', [E_COLLECTION]: 'Edm.String', [E_PENDING]: 'Edm.String',
+  [E_STRING]: 'Edm.String',
+  [E_NUMBER]: 'Edm.Decimal',
+  [E_INTEGER]: 'Edm.Int64',
+  [E_BOOLEAN]: 'Edm.Boolean',
+  [E_DATE]: 'Edm.Date',
+  [E_TIMESTAMP]: 'Edm.DateTimeOffset',
+  [E_COLLECTION]: 'Edm.String',
+  [E_PENDING]: 'Edm.String',
 };
 
 export class FieldSlot {
@@ -234,4 +243,3 @@ export function mergeExpect(current: number, incoming: number): number {
   if (stringy(current) && stringy(incoming)) return E_STRING;
   return -1;
 }
-

@@ -62,7 +62,11 @@ export class Table {
     const key = fields === undefined ? '' : fields.join('\u0000');
     let build = this.builders.get(key);
     if (build === undefined) {
-      build = compileRecord(this.schema.fields.map((f) => f.name), this.columns, fields);
+      build = compileRecord(
+        this.schema.fields.map((f) => f.name),
+        this.columns,
+        fields,
+      );
       if (this.builders.size >= MAX_BUILDERS) this.builders.clear();
       this.builders.set(key, build);
     }

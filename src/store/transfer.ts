@@ -5,23 +5,28 @@
 import { TableSchema } from '../schema/table-schema.js';
 import type { FieldDef, ResourceName } from '../schema/types.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
-import {
-  BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column,
-} from './columns.js';
+import { BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column } from './columns.js';
 import { Table } from './table.js';
 
 export type PackedColumn =
   | { readonly kind: 'number' | 'date'; readonly values: Float64Array; readonly validity: Uint32Array }
   | {
-      readonly kind: 'timestamp'; readonly values: Float64Array; readonly validity: Uint32Array; readonly styles: Uint16Array | null;
-      readonly styleTable: readonly number[]; readonly exceptions: Array<[number, string]> | null;
+      readonly kind: 'timestamp';
+      readonly values: Float64Array;
+      readonly validity: Uint32Array;
+      readonly styles: Uint16Array | null;
+      readonly styleTable: readonly number[];
+      readonly exceptions: Array<[number, string]> | null;
     }
   | { readonly kind: 'boolean'; readonly bits: Uint32Array; readonly validity: Uint32Array }
   | { readonly kind: 'dictionary'; readonly codes: Uint16Array | Uint32Array; readonly dictionary: ReadonlyArray<string | null> }
   | { readonly kind: 'text'; readonly bytes: Uint8Array; readonly offsets: Uint32Array; readonly validity: Uint32Array }
   | {
-      readonly kind: 'collection'; readonly offsets: Uint32Array; readonly codes: Uint16Array | Uint32Array;
-      readonly dictionary: readonly string[]; readonly validity: Uint32Array;
+      readonly kind: 'collection';
+      readonly offsets: Uint32Array;
+      readonly codes: Uint16Array | Uint32Array;
+      readonly dictionary: readonly string[];
+      readonly validity: Uint32Array;
     };
 
 export interface PackedTable {
@@ -41,7 +46,11 @@ function packColumn(c: Column): PackedColumn {
       return { kind: c.kind, values: c.values, validity: c.validity };
     case 'timestamp':
       return {
-        kind: 'timestamp', values: c.values, validity: c.validity, styles: c.styles, styleTable: c.styleTable,
+        kind: 'timestamp',
+        values: c.values,
+        validity: c.validity,
+        styles: c.styles,
+        styleTable: c.styleTable,
         exceptions: c.exceptions === null ? null : [...c.exceptions],
       };
     case 'boolean':
@@ -58,13 +67,20 @@ function packColumn(c: Column): PackedColumn {
 
 function unpackColumn(p: PackedColumn): Column {
   switch (p.kind) {
-    case 'number': return new NumberColumn(p.values, p.validity);
-    case 'date': return new DateColumn(p.values, p.validity);
-    case 'timestamp': return new TimestampColumn(p.values, p.validity, p.styles, p.styleTable, p.exceptions === null ? null : new Map(p.exceptions));
-    case 'boolean': return new BooleanColumn(p.bits, p.validity);
-    case 'dictionary': return new DictionaryColumn(p.codes, p.dictionary);
-    case 'collection': return new CollectionColumn(p.offsets, p.codes, p.dictionary, p.validity);
-    case 'text': return new Utf8TextColumn(Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength), p.offsets, p.validity);
+    case 'number':
+      return new NumberColumn(p.values, p.validity);
+    case 'date':
+      return new DateColumn(p.values, p.validity);
+    case 'timestamp':
+      return new TimestampColumn(p.values, p.validity, p.styles, p.styleTable, p.exceptions === null ? null : new Map(p.exceptions));
+    case 'boolean':
+      return new BooleanColumn(p.bits, p.validity);
+    case 'dictionary':
+      return new DictionaryColumn(p.codes, p.dictionary);
+    case 'collection':
+      return new CollectionColumn(p.offsets, p.codes, p.dictionary, p.validity);
+    case 'text':
+      return new Utf8TextColumn(Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength), p.offsets, p.validity);
   }
 }
 

@@ -100,7 +100,9 @@ function reference({ records, naive, query, sources }: NaiveQuery): Row[] {
       items = step.aggregate?.items ?? [];
     } else items = step.items;
   }
-  const rows = records.filter((r, i) => (!sources || sources.includes(r.OriginatingSystemName as string)) && filters.every((f) => naive.eval(f, r, i) === true));
+  const rows = records.filter(
+    (r, i) => (!sources || sources.includes(r.OriginatingSystemName as string)) && filters.every((f) => naive.eval(f, r, i) === true),
+  );
 
   const groups = new Map<string, Rec[]>();
   for (const r of rows) {
@@ -125,7 +127,10 @@ function reference({ records, naive, query, sources }: NaiveQuery): Row[] {
       if (item.kind === 'aggregateCount') row[item.alias] = rs.length;
       else {
         const field = (item.expr as MemberExpr).path[0];
-        row[item.alias ?? `${field}_${item.method}`] = aggregateOf(item.method, rs.map((r) => value(naive, r, field)));
+        row[item.alias ?? `${field}_${item.method}`] = aggregateOf(
+          item.method,
+          rs.map((r) => value(naive, r, field)),
+        );
       }
     }
     return row;
@@ -144,7 +149,10 @@ function reference({ records, naive, query, sources }: NaiveQuery): Row[] {
 
 // ---------------------------------------------------------------------------------------------
 
-const records = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+const records = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Rec);
 const naive = new NaiveEngine(records, NOW);
 let engine: Engine;
 
@@ -163,17 +171,50 @@ function errorOf(e: Engine, q: string): QueryError {
 }
 
 const EVERY_METHOD = [
-  'ListPrice with sum as SumPrice', 'ListPrice with average as AvgPrice', 'ListPrice with avg', 'ListPrice with min', 'ListPrice with max',
-  'ListPrice with countdistinct', 'ListPrice with median', 'ListPrice with p10', 'ListPrice with p25', 'ListPrice with p50',
-  'ListPrice with p75', 'ListPrice with p90', 'ListPrice with p95',
-  'ClosePrice with sum', 'ClosePrice with median', 'ClosePrice with average', 'ClosePrice with p95',
-  'BedroomsTotal with countdistinct', 'BedroomsTotal with p75', 'LivingArea with average', 'Latitude with sum', 'Latitude with median',
-  'ListingContractDate with min', 'ListingContractDate with max', 'ListingContractDate with median', 'ListingContractDate with countdistinct',
-  'CloseDate with p90', 'CloseDate with min',
-  'ModificationTimestamp with min', 'ModificationTimestamp with max', 'ModificationTimestamp with p25', 'ModificationTimestamp with countdistinct',
-  'City with min', 'City with max', 'City with countdistinct', 'ListAgentFullName with countdistinct', 'ListAgentFullName with max',
-  'PublicRemarks with min', 'PublicRemarks with countdistinct', 'ListingId with max',
-  'PoolPrivateYN with countdistinct', 'DaysOnMarket with average', 'DaysOnMarket with max', 'DaysOnMarket with p90',
+  'ListPrice with sum as SumPrice',
+  'ListPrice with average as AvgPrice',
+  'ListPrice with avg',
+  'ListPrice with min',
+  'ListPrice with max',
+  'ListPrice with countdistinct',
+  'ListPrice with median',
+  'ListPrice with p10',
+  'ListPrice with p25',
+  'ListPrice with p50',
+  'ListPrice with p75',
+  'ListPrice with p90',
+  'ListPrice with p95',
+  'ClosePrice with sum',
+  'ClosePrice with median',
+  'ClosePrice with average',
+  'ClosePrice with p95',
+  'BedroomsTotal with countdistinct',
+  'BedroomsTotal with p75',
+  'LivingArea with average',
+  'Latitude with sum',
+  'Latitude with median',
+  'ListingContractDate with min',
+  'ListingContractDate with max',
+  'ListingContractDate with median',
+  'ListingContractDate with countdistinct',
+  'CloseDate with p90',
+  'CloseDate with min',
+  'ModificationTimestamp with min',
+  'ModificationTimestamp with max',
+  'ModificationTimestamp with p25',
+  'ModificationTimestamp with countdistinct',
+  'City with min',
+  'City with max',
+  'City with countdistinct',
+  'ListAgentFullName with countdistinct',
+  'ListAgentFullName with max',
+  'PublicRemarks with min',
+  'PublicRemarks with countdistinct',
+  'ListingId with max',
+  'PoolPrivateYN with countdistinct',
+  'DaysOnMarket with average',
+  'DaysOnMarket with max',
+  'DaysOnMarket with p90',
   '$count as N',
 ].join(',');
 
@@ -197,9 +238,13 @@ describe('$apply agrees with the naive reference on the default data set', () =>
     ['$apply=groupby((Latitude,PoolPrivateYN),aggregate(Longitude with max as X))'],
     // filters: $filter, filter(...) chains, indexes serving them, search.text ordinals across both
     [`$filter=ListPrice gt 400000&$apply=filter(BedroomsTotal ge 3)/groupby((City),aggregate(${EVERY_METHOD}))`],
-    ["$apply=filter(StandardStatus in ('Active','Pending'))/filter(PoolPrivateYN eq true)/groupby((OriginatingSystemName,PropertyType),aggregate($count as N,ListPrice with p90 as P90,DaysOnMarket with median as Dom))"],
+    [
+      "$apply=filter(StandardStatus in ('Active','Pending'))/filter(PoolPrivateYN eq true)/groupby((OriginatingSystemName,PropertyType),aggregate($count as N,ListPrice with p90 as P90,DaysOnMarket with median as Dom))",
+    ],
     ["$apply=filter(City eq 'Seattle')/aggregate($count as N,ListPrice with average as A,ListPrice with p25 as Q1)"],
-    ["$filter=search.text(KeywordSearchText,'granite')&$apply=filter(search.text(KeywordSearchText,'pool') or ListPrice lt 300000)/groupby((City),aggregate($count as N,ListPrice with max as Top))"],
+    [
+      "$filter=search.text(KeywordSearchText,'granite')&$apply=filter(search.text(KeywordSearchText,'pool') or ListPrice lt 300000)/groupby((City),aggregate($count as N,ListPrice with max as Top))",
+    ],
     ["$apply=filter(geo.distance(Location, geography'POINT(-122.3321 47.6062)') le 20000)/groupby((City),aggregate($count as N))"],
     ['$apply=filter(ListPrice ge 500000 and ListPrice lt 700000)/groupby((StandardStatus),aggregate($count as N,ListPrice with sum as S))'],
     ['$filter=ListPrice gt 1000000000&$apply=groupby((City),aggregate($count as N))'],
@@ -226,7 +271,10 @@ describe('$apply agrees with the naive reference on the default data set', () =>
   });
 
   it('names a result F_M with the method as written', () => {
-    const [row] = engine.query('Property', '$apply=aggregate(ListPrice with avg,ListPrice with average,ListPrice with p50,ListPrice with median,City with countdistinct)').value;
+    const [row] = engine.query(
+      'Property',
+      '$apply=aggregate(ListPrice with avg,ListPrice with average,ListPrice with p50,ListPrice with median,City with countdistinct)',
+    ).value;
     expect(Object.keys(row)).toEqual(['ListPrice_avg', 'ListPrice_average', 'ListPrice_p50', 'ListPrice_median', 'City_countdistinct']);
     expect(row.ListPrice_avg).toBe(row.ListPrice_average);
     expect(row.ListPrice_p50).toBe(row.ListPrice_median);
@@ -241,7 +289,10 @@ describe('$apply agrees with the naive reference on the default data set', () =>
   });
 
   it('applies visibility to child resources through their listing', () => {
-    const media = readFileSync(path.join(DEFAULT_DATA_DIR, 'Media.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    const media = readFileSync(path.join(DEFAULT_DATA_DIR, 'Media.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec);
     const osn = new Map(records.map((r) => [r.ListingKey, r.OriginatingSystemName]));
     const sources = ['CRMLS', 'HAR'];
     const visible = media.filter((m) => m.ResourceName === 'Property' && sources.includes(osn.get(m.ResourceRecordKey) as string));
@@ -250,7 +301,14 @@ describe('$apply agrees with the naive reference on the default data set', () =>
     expect(got).toEqual(
       cats.map((c) => {
         const ms = visible.filter((m) => ((m.MediaCategory as string | undefined) ?? null) === c);
-        return { MediaCategory: c, N: ms.length, W: aggregateOf('max', ms.map((m) => (m.ImageWidth as number | undefined) ?? null)) };
+        return {
+          MediaCategory: c,
+          N: ms.length,
+          W: aggregateOf(
+            'max',
+            ms.map((m) => (m.ImageWidth as number | undefined) ?? null),
+          ),
+        };
       }),
     );
   });
@@ -266,7 +324,10 @@ describe('$apply agrees with the naive reference on the default data set', () =>
   });
 
   it('explains the grouping', () => {
-    const text = engine.explain('Property', "$apply=filter(City eq 'Tampa')/groupby((StandardStatus),aggregate($count as N,ListPrice with p90 as P))&$orderby=N desc");
+    const text = engine.explain(
+      'Property',
+      "$apply=filter(City eq 'Tampa')/groupby((StandardStatus),aggregate($count as N,ListPrice with p90 as P))&$orderby=N desc",
+    );
     expect(text).toMatch(/candidates: lookup City in \('Tampa'\)/);
     expect(text).toMatch(/apply: group by StandardStatus; N = \$count, P = p90\(ListPrice\); order N desc, then group values/);
   });
@@ -283,7 +344,9 @@ describe('$top, $skip, $count, paging and $select over groups', () => {
   it('pages of 10 without $top, with a nextLink repeating $apply that yields the rest', () => {
     let res: QueryResult = engine.query('Property', base);
     expect(res.value).toEqual(all.slice(0, 10));
-    expect(res['@odata.nextLink']).toBe(`Property?$skip=10&$skiptoken=${pin(engine)}&$apply=groupby((City)%2Caggregate(%24count%20as%20N%2CListPrice%20with%20max%20as%20Top))`);
+    expect(res['@odata.nextLink']).toBe(
+      `Property?$skip=10&$skiptoken=${pin(engine)}&$apply=groupby((City)%2Caggregate(%24count%20as%20N%2CListPrice%20with%20max%20as%20Top))`,
+    );
     const seen = [...res.value];
     while (res['@odata.nextLink']) {
       res = engine.query('Property', decodeURIComponent(res['@odata.nextLink'].slice('Property?'.length)));
@@ -348,8 +411,11 @@ describe('$apply on small record sets', () => {
     add('n11', [11, 3, 1, 4, 10, 5, 9, 2, 6, 8, 7]);
     add('even', [4, 1, 3, 2]);
     const e = await Engine.open({ data: { Property: data }, now: () => new Date(NOW) });
-    const q = '$apply=groupby((City),aggregate(ListPrice with median as med,ListPrice with p10,ListPrice with p25,ListPrice with p50,ListPrice with p75,ListPrice with p90,ListPrice with p95))';
-    const rows = e.query('Property', q).value.map((r) => [r.City, r.med, r.ListPrice_p10, r.ListPrice_p25, r.ListPrice_p50, r.ListPrice_p75, r.ListPrice_p90, r.ListPrice_p95]);
+    const q =
+      '$apply=groupby((City),aggregate(ListPrice with median as med,ListPrice with p10,ListPrice with p25,ListPrice with p50,ListPrice with p75,ListPrice with p90,ListPrice with p95))';
+    const rows = e
+      .query('Property', q)
+      .value.map((r) => [r.City, r.med, r.ListPrice_p10, r.ListPrice_p25, r.ListPrice_p50, r.ListPrice_p75, r.ListPrice_p90, r.ListPrice_p95]);
     // worked by hand: rank = ceil(p × n / 100)
     expect(rows).toEqual([
       ['even', 2, 1, 1, 2, 3, 4, 4],
@@ -370,7 +436,8 @@ describe('$apply on small record sets', () => {
       rec('e', { ListPrice: 1 }),
     ];
     const e = await Engine.open({ data: { Property: data }, now: () => new Date(NOW) });
-    const aggs = 'ListPrice with sum as S,ListPrice with average as A,ListPrice with min as Lo,ListPrice with max as Hi,ListPrice with median as M,ListPrice with p95 as P,ListPrice with countdistinct as D,$count as N';
+    const aggs =
+      'ListPrice with sum as S,ListPrice with average as A,ListPrice with min as Lo,ListPrice with max as Hi,ListPrice with median as M,ListPrice with p95 as P,ListPrice with countdistinct as D,$count as N';
     expect(e.query('Property', `$apply=groupby((City),aggregate(${aggs}))`).value).toEqual([
       { City: null, S: 10, A: 5, Lo: 1, Hi: 9, M: 1, P: 9, D: 2, N: 2 },
       { City: 'Alpha', S: null, A: null, Lo: null, Hi: null, M: null, P: null, D: 0, N: 2 },
@@ -433,7 +500,10 @@ describe('$apply on small record sets', () => {
     ];
     const e = await Engine.open({ data: { Property: data }, now: () => new Date(NOW) });
     expect(
-      e.query('Property', '$apply=aggregate(City with countdistinct as C,PublicRemarks with countdistinct as R,ListPrice with countdistinct as P,PoolPrivateYN with countdistinct as B,$count as N)').value,
+      e.query(
+        'Property',
+        '$apply=aggregate(City with countdistinct as C,PublicRemarks with countdistinct as R,ListPrice with countdistinct as P,PoolPrivateYN with countdistinct as B,$count as N)',
+      ).value,
     ).toEqual([{ C: 2, R: 2, P: 2, B: 2, N: 4 }]);
     // min/max of strings are ordinal
     expect(e.query('Property', '$apply=aggregate(PublicRemarks with min as Lo,PublicRemarks with max as Hi,City with max as C)').value).toEqual([
@@ -502,7 +572,7 @@ describe('$apply errors are coded, with the option and a position', () => {
     ['$apply=groupby((City),aggregate($count as N,ListPrice with max as N))', 'DuplicateAlias', '$apply', 37],
     ['$apply=groupby((City),aggregate($count as City))', 'DuplicateAlias', '$apply', 25],
     ['$apply=aggregate(ListPrice with max,ListPrice with max)', 'DuplicateAlias', '$apply', 29],
-    ['$apply=groupby((City))/filter(City eq \'Tampa\')', 'UnsupportedApply', '$apply', 16],
+    ["$apply=groupby((City))/filter(City eq 'Tampa')", 'UnsupportedApply', '$apply', 16],
     ['$apply=aggregate($count as N)/groupby((City))', 'UnsupportedApply', '$apply', 23],
     ["$apply=filter(ListPrice eq 'x')/aggregate($count as N)", 'TypeMismatch', '$apply', 7],
     ['$apply=groupby((City))&$orderby=ListPrice', 'NotInApplyResult', '$orderby', 0],

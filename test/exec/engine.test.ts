@@ -10,7 +10,10 @@ import { NaiveEngine } from './oracle.js';
 
 type Rec = Record<string, unknown>;
 const NOW = Date.parse('2025-06-01T00:00:00Z');
-const records = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+const records = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Rec);
 let engine: Engine;
 const naive = new NaiveEngine(records, NOW);
 
@@ -55,7 +58,10 @@ describe('filters agree with the naive reference on the default data set', () =>
     }
     const got = engine.query('Property', `${q}&$select=ListingKey`);
     const skip = parsed.skip ?? 0;
-    expect(got.value.map((r) => r.ListingKey), q).toEqual(want.slice(skip, skip + parsed.top!));
+    expect(
+      got.value.map((r) => r.ListingKey),
+      q,
+    ).toEqual(want.slice(skip, skip + parsed.top!));
     if (parsed.count) expect(got['@odata.count'], q).toBe(want.length);
   });
 
@@ -85,7 +91,9 @@ describe('generated filters and orders agree with the naive reference (fast-chec
     fc.tuple(fc.constantFrom('lt', 'ge'), rec).map(([op, r]) => `ListingContractDate ${op} ${r.ListingContractDate as string}`),
     fc.tuple(fc.constantFrom('lt', 'gt'), fc.integer({ min: 5, max: 300 })).map(([op, d]) => `DaysOnMarket ${op} ${d}`),
     fc.constantFrom('true', 'false', 'null').map((v) => `PoolPrivateYN eq ${v}`),
-    fc.tuple(rec, fc.constantFrom(500, 2000, 8000)).map(([r, m]) => `geo.distance(Location, geography'POINT(${(r.Longitude as number) ?? -122.3} ${(r.Latitude as number) ?? 47.6})') le ${m}`),
+    fc
+      .tuple(rec, fc.constantFrom(500, 2000, 8000))
+      .map(([r, m]) => `geo.distance(Location, geography'POINT(${(r.Longitude as number) ?? -122.3} ${(r.Latitude as number) ?? 47.6})') le ${m}`),
     fc.constantFrom('pool', 'granite counters', 'spa', 'hardwood floors', 'quartz').map((v) => `search.text(KeywordSearchText,${quote(v)})`),
     fc.tuple(rec, rec).map(([a, b]) => `search.text(RawAddressSearchText,${quote(`${a.StreetName as string} ${b.City as string}`)})`),
     fc.integer({ min: 300, max: 2000 }).map((n) => `LivingArea div BedroomsTotal gt ${n}`),
@@ -106,7 +114,16 @@ describe('generated filters and orders agree with the naive reference (fast-chec
       tie('expr').map((a) => `not (${a})`),
     ),
   })).expr;
-  const orderby = fc.constantFrom('', 'ListPrice desc', 'City,ListPrice desc', 'YearBuilt', 'ModificationTimestamp desc', 'BedroomsTotal desc,LivingArea', 'DaysOnMarket', 'tolower(City) desc,ListPrice');
+  const orderby = fc.constantFrom(
+    '',
+    'ListPrice desc',
+    'City,ListPrice desc',
+    'YearBuilt',
+    'ModificationTimestamp desc',
+    'BedroomsTotal desc,LivingArea',
+    'DaysOnMarket',
+    'tolower(City) desc,ListPrice',
+  );
 
   it('for 1,000 generated queries: the same keys in the same order, and the same count', () => {
     let nonEmpty = 0;
@@ -125,7 +142,11 @@ describe('generated filters and orders agree with the naive reference (fast-chec
   });
 
   it('relevance order equals the summed textbook BM25, ties by key', () => {
-    for (const q of ["search.text(KeywordSearchText,'pool granite')", "search.text(KeywordSearchText,'spa') or search.text(KeywordSearchText,'quartz')", "search.text(RawAddressSearchText,'oak street') and BedroomsTotal ge 3"]) {
+    for (const q of [
+      "search.text(KeywordSearchText,'pool granite')",
+      "search.text(KeywordSearchText,'spa') or search.text(KeywordSearchText,'quartz')",
+      "search.text(RawAddressSearchText,'oak street') and BedroomsTotal ge 3",
+    ]) {
       const parsed = parseQuery(`$filter=${q}&$orderby=relevance desc`);
       const want = naive.query(parsed.filter, parsed.orderby);
       expect(keys(`$filter=${q}&$orderby=relevance desc`), q).toEqual(want);
@@ -282,13 +303,27 @@ describe('counting with value bitsets', () => {
 
 describe('the plan', () => {
   it('uses the index that is the point', () => {
-    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain('candidates: lookup StandardStatus');
-    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain('ordered walk of ListPrice desc');
-    expect(engine.explain('Property', "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25")).toContain('ranked top-k by relevance');
-    expect(engine.explain('Property', "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000")).toContain('kd-tree Location');
-    expect(engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000")).toContain('candidates: search.text(RawAddressSearchText');
-    expect(engine.explain('Property', '$filter=ListPrice gt 2000000 and BedroomsTotal ge 2&$count=true&$orderby=ListPrice')).toContain('candidates: range of ListPrice');
-    expect(engine.explain('Property', "$filter=YearBuilt ge 2020 and YearBuilt lt 2022 and StandardStatus eq 'Active'")).toContain('candidates: range of YearBuilt');
+    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain(
+      'candidates: lookup StandardStatus',
+    );
+    expect(engine.explain('Property', "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25")).toContain(
+      'ordered walk of ListPrice desc',
+    );
+    expect(engine.explain('Property', "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25")).toContain(
+      'ranked top-k by relevance',
+    );
+    expect(engine.explain('Property', "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000")).toContain(
+      'kd-tree Location',
+    );
+    expect(
+      engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000"),
+    ).toContain('candidates: search.text(RawAddressSearchText');
+    expect(engine.explain('Property', '$filter=ListPrice gt 2000000 and BedroomsTotal ge 2&$count=true&$orderby=ListPrice')).toContain(
+      'candidates: range of ListPrice',
+    );
+    expect(engine.explain('Property', "$filter=YearBuilt ge 2020 and YearBuilt lt 2022 and StandardStatus eq 'Active'")).toContain(
+      'candidates: range of YearBuilt',
+    );
     expect(engine.explain('Property', "$filter=contains(City,'a')&$count=true")).toContain('candidates: scan');
     expect(engine.explain('Property', '$filter=ListPrice gt 100000&$count=true&$orderby=ListPrice')).toContain('top-k heap');
     expect(engine.explain('Property', '', { sources: ['HAR'] })).toContain('visibility: sources HAR');
@@ -305,7 +340,7 @@ describe('bad queries are coded errors that name the field or operator', () => {
     ["$filter=KeywordSearchText eq 'pool'", 'SearchFieldNotAllowed', '$filter', 'KeywordSearchText'],
     ["$filter=Appliances eq 'Oven'", 'TypeMismatch', '$filter', 'Appliances'],
     ["$filter=contains(ListPrice,'1')", 'TypeMismatch', '$filter', 'contains'],
-    ["$filter=year(City) eq 2020", 'TypeMismatch', '$filter', 'year'],
+    ['$filter=year(City) eq 2020', 'TypeMismatch', '$filter', 'year'],
     ["$filter=geo.distance(Location, geography'POINT(1 2)') lt 5", 'InvalidGeoDistance', '$filter', 'le'],
     ["$filter=5 ge geo.distance(Location, geography'POINT(1 2)')", 'InvalidGeoDistance', '$filter', 'le'],
     ["$filter=geo.distance(City, geography'POINT(1 2)') le 5", 'InvalidGeoDistance', '$filter', 'Location'],

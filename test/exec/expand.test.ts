@@ -15,7 +15,10 @@ const NOW = Date.parse('2025-06-01T00:00:00Z');
 const clock = (): Date => new Date(NOW);
 
 const readJsonl = (name: string): Rec[] =>
-  readFileSync(path.join(DEFAULT_DATA_DIR, `${name}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+  readFileSync(path.join(DEFAULT_DATA_DIR, `${name}.jsonl`), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Rec);
 
 function errorOf(engine: Engine, q: string, resource: QueryResource = 'Property'): QueryError {
   try {
@@ -154,10 +157,14 @@ describe('expansions agree with the naive reference on the default data set', ()
       items: [
         {
           nav: 'Media',
-          options: "$select=MediaKey,Order,MediaCategory,ImageWidth;$filter=MediaCategory eq 'Photo' and Order le 10;$orderby=ImageWidth desc,Order;$skip=1;$top=4",
+          options:
+            "$select=MediaKey,Order,MediaCategory,ImageWidth;$filter=MediaCategory eq 'Photo' and Order le 10;$orderby=ImageWidth desc,Order;$skip=1;$top=4",
           select: ['MediaKey', 'Order', 'MediaCategory', 'ImageWidth'],
           filter: (r) => r.MediaCategory === 'Photo' && (num(r, 'Order') ?? Infinity) <= 10,
-          orderby: [[(r) => num(r, 'ImageWidth'), true], [(r) => num(r, 'Order'), false]],
+          orderby: [
+            [(r) => num(r, 'ImageWidth'), true],
+            [(r) => num(r, 'Order'), false],
+          ],
           skip: 1,
           top: 4,
         },
@@ -182,7 +189,10 @@ describe('expansions agree with the naive reference on the default data set', ()
         {
           nav: 'Media',
           options: '$orderby=MediaCategory,ImageHeight desc;$select=MediaCategory,ImageHeight;$top=6',
-          orderby: [[(r) => r.MediaCategory ?? null, false], [(r) => num(r, 'ImageHeight'), true]],
+          orderby: [
+            [(r) => r.MediaCategory ?? null, false],
+            [(r) => num(r, 'ImageHeight'), true],
+          ],
           select: ['MediaCategory', 'ImageHeight'],
           top: 6,
         },
@@ -244,7 +254,8 @@ describe('expansions agree with the naive reference on the default data set', ()
   });
 
   it('expansions follow the listing order, paging and $filter of the request, and are deterministic', () => {
-    const q = "$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc&$top=25&$skip=5&$select=ListingKey,ListPrice&$expand=PreferredMedia($select=MediaURL),Media($top=2)";
+    const q =
+      "$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc&$top=25&$skip=5&$select=ListingKey,ListPrice&$expand=PreferredMedia($select=MediaURL),Media($top=2)";
     const a = engine.query('Property', q);
     const b = engine.query('Property', q);
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
@@ -260,9 +271,19 @@ describe('expansions agree with the naive reference on the default data set', ()
     const link = first['@odata.nextLink']!;
     const next = engine.query('Property', decodeURIComponent(link.slice(link.indexOf('?') + 1)));
     expect(next.value).toEqual(engine.query('Property', `${q}&$skip=10`).value);
-    expect((next.value[0].Media as Rec[])[0]).toEqual(ref.expand(next.value[0].ListingKey as string, {
-      nav: 'Media', select: ['Order'], filter: (r) => r.MediaCategory === 'Photo', orderby: [[(r) => r.Order ?? null, true]], top: 1,
-    }, false)[0]);
+    expect((next.value[0].Media as Rec[])[0]).toEqual(
+      ref.expand(
+        next.value[0].ListingKey as string,
+        {
+          nav: 'Media',
+          select: ['Order'],
+          filter: (r) => r.MediaCategory === 'Photo',
+          orderby: [[(r) => r.Order ?? null, true]],
+          top: 1,
+        },
+        false,
+      )[0],
+    );
   });
 
   it('only children of visible listings, whatever the filter or page', () => {
@@ -270,7 +291,11 @@ describe('expansions agree with the naive reference on the default data set', ()
     const sourceOf = new Map(properties.map((p) => [p.ListingKey as string, p.OriginatingSystemName as string]));
     const sources = [...new Set(sourceOf.values())].slice(0, 1);
     for (const filter of ['', `&$filter=OriginatingSystemName ne '${sources[0]}'`, `&$filter=OriginatingSystemName eq '${sources[0]}' or ListingKey ne 'x'`]) {
-      const got = engine.query('Property', `$top=2000&$select=ListingKey${filter}&$expand=Media($select=ResourceRecordKey),OpenHouse($select=ListingKey),PropertyChange($select=ListingKey),PreferredMedia($select=ResourceRecordKey)`, { sources }).value;
+      const got = engine.query(
+        'Property',
+        `$top=2000&$select=ListingKey${filter}&$expand=Media($select=ResourceRecordKey),OpenHouse($select=ListingKey),PropertyChange($select=ListingKey),PreferredMedia($select=ResourceRecordKey)`,
+        { sources },
+      ).value;
       for (const rec of got) {
         expect(sources).toContain(sourceOf.get(rec.ListingKey as string));
         for (const nav of ['Media', 'PreferredMedia'] as const) for (const m of rec[nav] as Rec[]) expect(m.ResourceRecordKey).toBe(rec.ListingKey);
@@ -341,23 +366,42 @@ describe('PreferredMedia rules', () => {
         Property: ['L1', 'L2', 'L3', 'L4', 'L5', 'L6', 'L7', 'L8', 'L9', 'L10'].map((k) => listing(k)),
         Media: [
           // L1: the preferred photo first, then the lowest Order
-          media('L1', 'L1-c', 3, pref), media('L1', 'L1-a', 1), media('L1', 'L1-b', 2, { PreferredPhotoYN: false }),
+          media('L1', 'L1-c', 3, pref),
+          media('L1', 'L1-a', 1),
+          media('L1', 'L1-b', 2, { PreferredPhotoYN: false }),
           // L2: several preferred: the lowest Order among them, then the lowest Order overall
-          media('L2', 'L2-e', 5, pref), media('L2', 'L2-b', 2, pref), media('L2', 'L2-a', 1), media('L2', 'L2-d', 4, pref),
+          media('L2', 'L2-e', 5, pref),
+          media('L2', 'L2-b', 2, pref),
+          media('L2', 'L2-a', 1),
+          media('L2', 'L2-d', 4, pref),
           // L3: none preferred: the two lowest Orders
-          media('L3', 'L3-x', 7), media('L3', 'L3-y', 2), media('L3', 'L3-z', 4), media('L3', 'L3-w', 9),
+          media('L3', 'L3-x', 7),
+          media('L3', 'L3-y', 2),
+          media('L3', 'L3-z', 4),
+          media('L3', 'L3-w', 9),
           // L4: non-photos skipped, even when marked preferred
-          media('L4', 'L4-fp', 1, { MediaCategory: 'Floor Plan', PreferredPhotoYN: true }), media('L4', 'L4-v', 2, { MediaCategory: 'Video' }),
-          media('L4', 'L4-p3', 3), media('L4', 'L4-p5', 5), media('L4', 'L4-p4', 4, pref),
+          media('L4', 'L4-fp', 1, { MediaCategory: 'Floor Plan', PreferredPhotoYN: true }),
+          media('L4', 'L4-v', 2, { MediaCategory: 'Video' }),
+          media('L4', 'L4-p3', 3),
+          media('L4', 'L4-p5', 5),
+          media('L4', 'L4-p4', 4, pref),
           // L5: MediaCategory absent counts as a photo
-          media('L5', 'L5-n', 1, { MediaCategory: undefined }), media('L5', 'L5-p', 2, pref), media('L5', 'L5-doc', 0, { MediaCategory: 'Document' }),
+          media('L5', 'L5-n', 1, { MediaCategory: undefined }),
+          media('L5', 'L5-p', 2, pref),
+          media('L5', 'L5-doc', 0, { MediaCategory: 'Document' }),
           // L6: equal Orders tie by MediaKey, also among several preferred
-          media('L6', 'L6-b', 1, pref), media('L6', 'L6-a', 1, pref), media('L6', 'L6-d', 0), media('L6', 'L6-c', 0),
+          media('L6', 'L6-b', 1, pref),
+          media('L6', 'L6-a', 1, pref),
+          media('L6', 'L6-d', 0),
+          media('L6', 'L6-c', 0),
           // L7: one photo; L8: only non-photos; L9: none at all (no Media rows)
-          media('L7', 'L7-only', 3, { PreferredPhotoYN: false }), media('L7', 'L7-doc', 1, { MediaCategory: 'Document' }),
+          media('L7', 'L7-only', 3, { PreferredPhotoYN: false }),
+          media('L7', 'L7-doc', 1, { MediaCategory: 'Document' }),
           media('L8', 'L8-doc', 1, { MediaCategory: 'Document', PreferredPhotoYN: true }),
           // L10: a photo without Order sorts lowest (nulls lowest), after the preferred one
-          media('L10', 'L10-p', 8, pref), media('L10', 'L10-o', 1), media('L10', 'L10-null', null),
+          media('L10', 'L10-p', 8, pref),
+          media('L10', 'L10-o', 1),
+          media('L10', 'L10-null', null),
           // not a Property medium: never an expansion of L1
           { ...media('L1', 'L1-member', 0, pref), ResourceName: 'Member' },
         ],
@@ -394,7 +438,13 @@ describe('PreferredMedia rules', () => {
     expect(preferred('L1', '($skip=1)')).toEqual(['L1-a']);
     expect(preferred('L6', '($orderby=Order desc)')).toEqual(['L6-a', 'L6-c']);
     const rec = engine.query('Property', "$filter=ListingKey eq 'L1'&$select=ListingKey&$expand=PreferredMedia($select=Order)").value[0];
-    expect(rec).toEqual({ ListingKey: 'L1', PreferredMedia: [{ MediaKey: 'L1-c', Order: 3 }, { MediaKey: 'L1-a', Order: 1 }] });
+    expect(rec).toEqual({
+      ListingKey: 'L1',
+      PreferredMedia: [
+        { MediaKey: 'L1-c', Order: 3 },
+        { MediaKey: 'L1-a', Order: 1 },
+      ],
+    });
   });
   it('Media of another ResourceName are no expansion', () => {
     expect(keysOf(engine.query('Property', "$filter=ListingKey eq 'L1'&$expand=Media").value[0].Media)).toEqual(['L1-a', 'L1-b', 'L1-c']);
@@ -409,7 +459,10 @@ describe('expansions on hand-made records', () => {
       data: {
         Property: [listing('L1'), listing('L2'), listing('L3', 'B'), listing('L4')],
         Media: [
-          media('L1', 'M-c', 2, { ImageWidth: 800 }), media('L1', 'M-b', 2), media('L1', 'M-a', 3, { ImageWidth: 800 }), media('L1', 'M-d', 1, { ImageWidth: 640 }),
+          media('L1', 'M-c', 2, { ImageWidth: 800 }),
+          media('L1', 'M-b', 2),
+          media('L1', 'M-a', 3, { ImageWidth: 800 }),
+          media('L1', 'M-d', 1, { ImageWidth: 640 }),
           media('L3', 'M-hidden', 1, { PreferredPhotoYN: true }),
           media('L4', 'M-l4', 1),
         ],
@@ -452,24 +505,36 @@ describe('expansions on hand-made records', () => {
     expect(keysOf(one('L1', '$expand=Media($filter=ImageWidth ne 800)').Media)).toEqual(['M-d', 'M-b']);
     expect(keysOf(one('L1', '$expand=Media($filter=ImageWidth lt 10000)').Media)).toEqual(['M-d', 'M-c', 'M-a']);
     expect(keysOf(one('L1', '$expand=OpenHouse($filter=OpenHouseStartTime eq 2025-06-07T17:00:00Z)').OpenHouse)).toEqual(['O-1', 'O-2', 'O-3']);
-    expect(keysOf(one('L1', "$expand=PropertyChange($filter=not (FieldName eq 'ListPrice') and ModificationTimestamp ne null)").PropertyChange)).toEqual(['C-z']);
+    expect(keysOf(one('L1', "$expand=PropertyChange($filter=not (FieldName eq 'ListPrice') and ModificationTimestamp ne null)").PropertyChange)).toEqual([
+      'C-z',
+    ]);
   });
 
   it('nested $select: the child key always, fields in the child schema order', () => {
     const rec = one('L1', '$select=ListingKey&$expand=OpenHouse($select=OpenHouseStartTime,ListingKey;$top=2)');
     expect(rec).toEqual({
       ListingKey: 'L1',
-      OpenHouse: [{ OpenHouseKey: 'O-0', ListingKey: 'L1', OpenHouseStartTime: null }, { OpenHouseKey: 'O-1', ListingKey: 'L1', OpenHouseStartTime: '2025-06-07T12:00:00-05:00' }],
+      OpenHouse: [
+        { OpenHouseKey: 'O-0', ListingKey: 'L1', OpenHouseStartTime: null },
+        { OpenHouseKey: 'O-1', ListingKey: 'L1', OpenHouseStartTime: '2025-06-07T12:00:00-05:00' },
+      ],
     });
     expect(Object.keys((rec.OpenHouse as Rec[])[0])).toEqual(['OpenHouseKey', 'ListingKey', 'OpenHouseStartTime']);
-    expect(one('L1', '$select=ListingKey&$expand=Media($select=*;$top=1)').Media).toEqual([{ MediaKey: 'M-d', ImageWidth: 640, MediaCategory: 'Photo', Order: 1, PreferredPhotoYN: null, ResourceName: 'Property', ResourceRecordKey: 'L1' }]);
+    expect(one('L1', '$select=ListingKey&$expand=Media($select=*;$top=1)').Media).toEqual([
+      { MediaKey: 'M-d', ImageWidth: 640, MediaCategory: 'Photo', Order: 1, PreferredPhotoYN: null, ResourceName: 'Property', ResourceRecordKey: 'L1' },
+    ]);
   });
 
   it('$ignorenulls=true drops null fields inside expansions too', () => {
     const rec = one('L1', '$select=ListingKey&$ignorenulls=true&$expand=OpenHouse($select=OpenHouseStartTime,OpenHouseRemarks)');
     expect(rec).toEqual({
       ListingKey: 'L1',
-      OpenHouse: [{ OpenHouseKey: 'O-0' }, { OpenHouseKey: 'O-1', OpenHouseStartTime: '2025-06-07T12:00:00-05:00' }, { OpenHouseKey: 'O-2', OpenHouseStartTime: '2025-06-07T17:00:00Z' }, { OpenHouseKey: 'O-3', OpenHouseStartTime: '2025-06-07T10:00:00-07:00', OpenHouseRemarks: 'Cookies' }],
+      OpenHouse: [
+        { OpenHouseKey: 'O-0' },
+        { OpenHouseKey: 'O-1', OpenHouseStartTime: '2025-06-07T12:00:00-05:00' },
+        { OpenHouseKey: 'O-2', OpenHouseStartTime: '2025-06-07T17:00:00Z' },
+        { OpenHouseKey: 'O-3', OpenHouseStartTime: '2025-06-07T10:00:00-07:00', OpenHouseRemarks: 'Cookies' },
+      ],
     });
     const keep = one('L1', '$select=ListingKey&$expand=OpenHouse($select=OpenHouseRemarks;$top=1)');
     expect(keep.OpenHouse).toEqual([{ OpenHouseKey: 'O-0', OpenHouseRemarks: null }]);
@@ -484,7 +549,13 @@ describe('expansions on hand-made records', () => {
   });
 
   it('a listing without children gets empty arrays', () => {
-    expect(one('L2', '$select=ListingKey&$expand=Media,OpenHouse,PreferredMedia,PropertyChange($top=0)')).toEqual({ ListingKey: 'L2', Media: [], OpenHouse: [], PreferredMedia: [], PropertyChange: [] });
+    expect(one('L2', '$select=ListingKey&$expand=Media,OpenHouse,PreferredMedia,PropertyChange($top=0)')).toEqual({
+      ListingKey: 'L2',
+      Media: [],
+      OpenHouse: [],
+      PreferredMedia: [],
+      PropertyChange: [],
+    });
   });
 
   it('only children of visible listings', () => {
@@ -493,7 +564,9 @@ describe('expansions on hand-made records', () => {
     const shown = all.flatMap((r) => [...keysOf(r.Media), ...keysOf(r.OpenHouse), ...keysOf(r.PreferredMedia)]);
     expect(shown).not.toContain('M-hidden');
     expect(shown).not.toContain('O-h');
-    expect(engine.query('Property', "$filter=ListingKey eq 'L3' or ListingKey ne 'x'&$expand=Media", { sources: ['A'] }).value.map((r) => r.ListingKey)).toEqual(['L1', 'L2', 'L4']);
+    expect(
+      engine.query('Property', "$filter=ListingKey eq 'L3' or ListingKey ne 'x'&$expand=Media", { sources: ['A'] }).value.map((r) => r.ListingKey),
+    ).toEqual(['L1', 'L2', 'L4']);
     expect(engine.query('Property', "$filter=ListingKey eq 'L3'&$expand=Media", { sources: ['A'] }).value).toEqual([]);
     expect(keysOf(one('L3', '$expand=Media', ['B']).Media)).toEqual(['M-hidden']);
   });

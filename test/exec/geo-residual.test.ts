@@ -20,7 +20,13 @@ function destination(lon: number, lat: number, meters: number, bearingDeg: numbe
   return [((l2 / rad + 540) % 360) - 180, p2 / rad];
 }
 
-const CENTRES: Array<[number, number]> = [[-122.3321, 47.6062], [179.99, 10], [-179.995, -33], [12, 89.97], [0.5, 0.5]];
+const CENTRES: Array<[number, number]> = [
+  [-122.3321, 47.6062],
+  [179.99, 10],
+  [-179.995, -33],
+  [12, 89.97],
+  [0.5, 0.5],
+];
 const RADIUS = 5000;
 
 function recordsAround(lon: number, lat: number): Array<Record<string, unknown>> {
@@ -29,7 +35,13 @@ function recordsAround(lon: number, lat: number): Array<Record<string, unknown>>
   for (let bearing = 0; bearing < 360; bearing += 7.5) {
     for (const meters of [0, 10, RADIUS * 0.5, RADIUS - 1e-6, RADIUS, RADIUS + 1e-6, RADIUS * 1.0001, RADIUS * 3, 2_000_000]) {
       const [plon, plat] = destination(lon, lat, meters, bearing);
-      out.push({ ListingKey: `K${String(n).padStart(5, '0')}`, ListPrice: (n * 7919) % 1000, Latitude: plat, Longitude: plon, StandardStatus: n % 3 === 0 ? 'Pending' : 'Active' });
+      out.push({
+        ListingKey: `K${String(n).padStart(5, '0')}`,
+        ListPrice: (n * 7919) % 1000,
+        Latitude: plat,
+        Longitude: plon,
+        StandardStatus: n % 3 === 0 ? 'Pending' : 'Active',
+      });
       n++;
     }
   }
@@ -44,7 +56,9 @@ describe('geo.distance as a residual of an ordered walk', () => {
       const engine = await Engine.open({ data: { Property: records } });
       const geo = `geo.distance(Location, geography'POINT(${lon} ${lat})') le ${RADIUS}`;
       const expected = records
-        .filter((r) => typeof r.Latitude === 'number' && r.StandardStatus === 'Active' && haversineMeters(lon, lat, r.Longitude as number, r.Latitude) <= RADIUS)
+        .filter(
+          (r) => typeof r.Latitude === 'number' && r.StandardStatus === 'Active' && haversineMeters(lon, lat, r.Longitude as number, r.Latitude) <= RADIUS,
+        )
         .sort((a, b) => (b.ListPrice as number) - (a.ListPrice as number) || ((a.ListingKey as string) < (b.ListingKey as string) ? -1 : 1))
         .map((r) => r.ListingKey);
       expect(expected.length).toBeGreaterThan(10);

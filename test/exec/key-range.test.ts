@@ -10,7 +10,11 @@ import { Engine } from '../../src/engine.js';
 const KEYS = ['A1', 'A10', 'A2', 'B', 'b', 'Ba', 'Z9', 'a', 'é', 'ﬀ', '\u{1F600}x', '\u{1F600}', 'K000', 'K001', 'K002', 'K010', 'K100'];
 
 function expected(records: Array<Record<string, unknown>>, keep: (r: Record<string, unknown>) => boolean, top: number): string[] {
-  return records.filter(keep).map((r) => r.ListingKey as string).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, top);
+  return records
+    .filter(keep)
+    .map((r) => r.ListingKey as string)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, top);
 }
 
 describe('keyset pages over the key order', () => {

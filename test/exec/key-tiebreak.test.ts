@@ -9,7 +9,11 @@ import type { QueryResource } from '../../src/engine.js';
 import { defaultEngine } from '../service/helpers.js';
 
 const CASES: ReadonlyArray<[QueryResource, string, string]> = [
-  ['Media', "$filter=ModificationTimestamp ge 2024-06-01T00:00:00Z and (ModificationTimestamp gt 2024-06-01T00:00:00Z or MediaKey gt 'P000000500')&$orderby=ModificationTimestamp asc,MediaKey asc&$top=300", 'ordered walk of ModificationTimestamp asc'],
+  [
+    'Media',
+    "$filter=ModificationTimestamp ge 2024-06-01T00:00:00Z and (ModificationTimestamp gt 2024-06-01T00:00:00Z or MediaKey gt 'P000000500')&$orderby=ModificationTimestamp asc,MediaKey asc&$top=300",
+    'ordered walk of ModificationTimestamp asc',
+  ],
   ['Property', '$orderby=ListPrice desc,ListingKey asc&$top=120', 'ordered walk of ListPrice desc'],
   ['Property', "$filter=ListingKey gt 'P000001000'&$select=ListingKey&$orderby=ListingKey asc&$top=50", 'key ascending'],
   ['OpenHouse', '$orderby=ModificationTimestamp asc,OpenHouseKey asc&$top=40&$skip=20', 'ordered walk of ModificationTimestamp asc'],

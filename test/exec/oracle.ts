@@ -16,7 +16,10 @@ export class NaiveEngine {
   private readonly searchers = new Map<string, NaiveSearch>();
   private readonly searchCache = new Map<string, Map<number, number>>();
 
-  constructor(readonly records: Rec[], readonly nowMs: number) {}
+  constructor(
+    readonly records: Rec[],
+    readonly nowMs: number,
+  ) {}
 
   /** A field's value as the engine sees it: timestamps as ms, dates as days, derived fields. */
   field(r: Rec, name: string): V {
@@ -114,12 +117,18 @@ export class NaiveEngine {
         if (a === null && b === null) return e.operator === 'eq' || e.operator === 'ge' || e.operator === 'le';
         if (a === null || b === null) return e.operator === 'ne';
         switch (e.operator) {
-          case 'eq': return a === b;
-          case 'ne': return a !== b;
-          case 'gt': return a > b;
-          case 'ge': return a >= b;
-          case 'lt': return a < b;
-          case 'le': return a <= b;
+          case 'eq':
+            return a === b;
+          case 'ne':
+            return a !== b;
+          case 'gt':
+            return a > b;
+          case 'ge':
+            return a >= b;
+          case 'lt':
+            return a < b;
+          case 'le':
+            return a <= b;
         }
         break;
       }
@@ -146,11 +155,16 @@ export class NaiveEngine {
         const b = this.eval(e.right, r, row, vars) as number | null;
         if (a === null || b === null) return null;
         switch (e.operator) {
-          case 'add': return a + b;
-          case 'sub': return a - b;
-          case 'mul': return a * b;
-          case 'div': return b === 0 ? null : Number.isInteger(a) && Number.isInteger(b) && isIntExpr(e.left) && isIntExpr(e.right) ? Math.trunc(a / b) : a / b;
-          case 'mod': return b === 0 ? null : a % b;
+          case 'add':
+            return a + b;
+          case 'sub':
+            return a - b;
+          case 'mul':
+            return a * b;
+          case 'div':
+            return b === 0 ? null : Number.isInteger(a) && Number.isInteger(b) && isIntExpr(e.left) && isIntExpr(e.right) ? Math.trunc(a / b) : a / b;
+          case 'mod':
+            return b === 0 ? null : a % b;
         }
         break;
       }
@@ -164,23 +178,46 @@ export class NaiveEngine {
         if (args.some((a) => a === null)) return null;
         const [x, y, z] = args as [never, never, never];
         switch (e.name) {
-          case 'contains': return (x as string).includes(y);
-          case 'startswith': return (x as string).startsWith(y);
-          case 'endswith': return (x as string).endsWith(y);
-          case 'tolower': return (x as string).toLowerCase();
-          case 'toupper': return (x as string).toUpperCase();
-          case 'trim': return (x as string).trim();
-          case 'length': return [...(x as string)].length;
-          case 'indexof': return (x as string).indexOf(y);
-          case 'concat': return (x as string) + (y as string);
-          case 'substring': return z === undefined ? (x as string).slice(y) : (x as string).slice(y, (y as number) + (z as number));
-          case 'year': case 'month': case 'day': case 'hour': case 'minute': case 'second': {
+          case 'contains':
+            return (x as string).includes(y);
+          case 'startswith':
+            return (x as string).startsWith(y);
+          case 'endswith':
+            return (x as string).endsWith(y);
+          case 'tolower':
+            return (x as string).toLowerCase();
+          case 'toupper':
+            return (x as string).toUpperCase();
+          case 'trim':
+            return (x as string).trim();
+          case 'length':
+            return [...(x as string)].length;
+          case 'indexof':
+            return (x as string).indexOf(y);
+          case 'concat':
+            return (x as string) + (y as string);
+          case 'substring':
+            return z === undefined ? (x as string).slice(y) : (x as string).slice(y, (y as number) + (z as number));
+          case 'year':
+          case 'month':
+          case 'day':
+          case 'hour':
+          case 'minute':
+          case 'second': {
             const arg = e.args[0];
             const isDate = arg.kind === 'member' && /Date$/.test(arg.path[0]);
             const d = new Date(isDate ? (x as number) * DAY : x);
-            return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }[e.name];
+            return {
+              year: d.getUTCFullYear(),
+              month: d.getUTCMonth() + 1,
+              day: d.getUTCDate(),
+              hour: d.getUTCHours(),
+              minute: d.getUTCMinutes(),
+              second: d.getUTCSeconds(),
+            }[e.name];
           }
-          case 'date': return Math.floor((x as number) / DAY);
+          case 'date':
+            return Math.floor((x as number) / DAY);
         }
       }
     }
@@ -228,7 +265,10 @@ export class NaiveEngine {
 }
 
 function isIntExpr(e: Expr): boolean {
-  return (e.kind === 'literal' && e.type === 'integer') || (e.kind === 'member' && /^(BedroomsTotal|BathroomsTotalInteger|YearBuilt|Stories|PhotosCount|DaysOnMarket)$/.test(e.path[0]));
+  return (
+    (e.kind === 'literal' && e.type === 'integer') ||
+    (e.kind === 'member' && /^(BedroomsTotal|BathroomsTotalInteger|YearBuilt|Stories|PhotosCount|DaysOnMarket)$/.test(e.path[0]))
+  );
 }
 
 export function haversine(lon1: number, lat1: number, lon2: number, lat2: number): number {

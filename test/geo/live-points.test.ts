@@ -223,12 +223,31 @@ describe('PointView', () => {
   });
 
   it('base and appended copies of the same points agree across the antimeridian and at both poles', () => {
-    const pts: Pt[] = [[179.99, -16], [-179.99, -16], [180, -16.05], [-180, -15.95], [0, 90], [90, 89.9], [-179.5, 89.8], [10, -90], [-100, -89.95], [45, 80]];
+    const pts: Pt[] = [
+      [179.99, -16],
+      [-179.99, -16],
+      [180, -16.05],
+      [-180, -15.95],
+      [0, 90],
+      [90, 89.9],
+      [-179.5, 89.8],
+      [10, -90],
+      [-100, -89.95],
+      [45, 80],
+    ];
     const col = new Column(pts);
     let view = PointView.of(col.index(), pts.length).next(col.append(pts.slice(0, 5))); // the first five in one change
     for (const p of pts.slice(5)) view = view.next(col.append([p])); // the rest one by one
     const n = pts.length;
-    const queries: [number, number, number][] = [[-179.995, -16, 5000], [-179.995, -16, 8000], [179.995, -16.02, 2000], [10, 89.95, 30000], [-60, -89.99, 12000], [0, 0, 2e7], [0, 89, 1]];
+    const queries: [number, number, number][] = [
+      [-179.995, -16, 5000],
+      [-179.995, -16, 8000],
+      [179.995, -16.02, 2000],
+      [10, 89.95, 30000],
+      [-60, -89.99, 12000],
+      [0, 0, 2e7],
+      [0, 89, 1],
+    ];
     for (const [lon, lat, meters] of queries) {
       const got = [...view.within(lon, lat, meters)];
       expect(got).toEqual(brute(col, col.rows, lon, lat, meters));
@@ -249,7 +268,11 @@ describe('PointView', () => {
   });
 
   it('generation 0 may cover a prefix of the base index', () => {
-    const col = new Column([[5, 5], [5, 5], [5, 5]]);
+    const col = new Column([
+      [5, 5],
+      [5, 5],
+      [5, 5],
+    ]);
     const index = col.index();
     const v = PointView.of(index, 2);
     expect([...v.within(5, 5, 10)]).toEqual([0, 1]);

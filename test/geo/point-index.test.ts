@@ -4,7 +4,15 @@ import { EARTH_RADIUS_M, haversineMeters } from '../../src/geo/distance.js';
 import { PointIndex } from '../../src/geo/point-index.js';
 
 /** Brute force, written independently: haversine from its textbook form. */
-function bruteWithin(lon: Float64Array, lat: Float64Array, has: (r: number) => boolean, qLon: number, qLat: number, meters: number, accept?: (r: number) => boolean): number[] {
+function bruteWithin(
+  lon: Float64Array,
+  lat: Float64Array,
+  has: (r: number) => boolean,
+  qLon: number,
+  qLat: number,
+  meters: number,
+  accept?: (r: number) => boolean,
+): number[] {
   const out: number[] = [];
   const toRad = (d: number): number => (d * Math.PI) / 180;
   for (let r = 0; r < lon.length; r++) {
@@ -39,11 +47,21 @@ describe('PointIndex.within agrees with brute force', () => {
   for (let i = 0; i < n; i++) {
     // clustered around a few metros, a band across the antimeridian, and some anywhere
     const c = i % 4;
-    if (c === 0) { lon[i] = -122.33 + rng.range(-0.3, 0.3); lat[i] = 47.6 + rng.range(-0.3, 0.3); }
+    if (c === 0) {
+      lon[i] = -122.33 + rng.range(-0.3, 0.3);
+      lat[i] = 47.6 + rng.range(-0.3, 0.3);
+    }
     // valid longitudes on both sides of the antimeridian (the store nulls anything outside ±180)
-    else if (c === 1) { lon[i] = rng.chance(0.5) ? 180 - rng.range(0, 0.15) : -180 + rng.range(0, 0.15); lat[i] = -16 + rng.range(-0.1, 0.1); }
-    else if (c === 2) { lon[i] = -87.63 + rng.range(-0.2, 0.2); lat[i] = 41.88 + rng.range(-0.2, 0.2); }
-    else { lon[i] = rng.range(-180, 180); lat[i] = rng.range(-89, 89); }
+    else if (c === 1) {
+      lon[i] = rng.chance(0.5) ? 180 - rng.range(0, 0.15) : -180 + rng.range(0, 0.15);
+      lat[i] = -16 + rng.range(-0.1, 0.1);
+    } else if (c === 2) {
+      lon[i] = -87.63 + rng.range(-0.2, 0.2);
+      lat[i] = 41.88 + rng.range(-0.2, 0.2);
+    } else {
+      lon[i] = rng.range(-180, 180);
+      lat[i] = rng.range(-89, 89);
+    }
     missing[i] = rng.chance(0.05) ? 1 : 0;
   }
   const has = (r: number): boolean => missing[r] === 0;

@@ -20,8 +20,11 @@ const QUERIES: ReadonlyArray<[QueryResource, string, string[]?]> = [
   ['Property', '$count=true&$top=40&$expand=Media($select=MediaKey,Order),OpenHouse'],
   ['Property', "$filter=search.text(KeywordSearchText, 'granite kitchen pool')&$orderby=relevance desc&$top=25&$select=ListingKey&$count=true"],
   ['Property', "$filter=search.text(RawAddressSearchText, '12 main st')&$orderby=relevance desc&$top=25&$select=ListingKey"],
-  ['Property', "$filter=StandardStatus eq 'Active' and ListPrice lt 700000&$count=true&$top=30&$select=ListingKey,ListPrice,service_OriginalEntryTimestamp,DaysOnMarket"],
-  ['Property', '$filter=geo.distance(Location, geography\'POINT(-118.25 34.05)\') le 50000&$count=true&$top=30&$select=ListingKey'],
+  [
+    'Property',
+    "$filter=StandardStatus eq 'Active' and ListPrice lt 700000&$count=true&$top=30&$select=ListingKey,ListPrice,service_OriginalEntryTimestamp,DaysOnMarket",
+  ],
+  ['Property', "$filter=geo.distance(Location, geography'POINT(-118.25 34.05)') le 50000&$count=true&$top=30&$select=ListingKey"],
   ['Property', '$apply=groupby((City),aggregate($count as n,ListPrice with max as top))&$top=100'],
   ['Property', '$count=true&$top=20&$select=ListingKey,BedroomsTotal,X_Added', ['CRMLS', 'MRED']],
   ['Media', '$count=true&$top=60&$orderby=ModificationTimestamp desc'],
@@ -37,14 +40,23 @@ const answers = (e: Engine): QueryResult[] => QUERIES.map(([r, q, sources]) => u
 async function change(engine: Engine, base: DataSet): Promise<void> {
   const extra = dataset(30, 'compact-new');
   await engine.apply([
-    { resource: 'Property', upsert: base.Property.slice(0, 60).map((p, i) => ({ ...p, ListPrice: 100_000 + i * 7_919, PublicRemarks: `granite kitchen pool remodel ${i}` })) },
+    {
+      resource: 'Property',
+      upsert: base.Property.slice(0, 60).map((p, i) => ({ ...p, ListPrice: 100_000 + i * 7_919, PublicRemarks: `granite kitchen pool remodel ${i}` })),
+    },
     { resource: 'Property', upsert: extra.Property.map((p, i) => (i === 0 ? { ...p, X_Added: 'yes' } : p)) },
     { resource: 'Media', upsert: extra.Media },
     { resource: 'OpenHouse', upsert: extra.OpenHouse },
     { resource: 'Property', remove: base.Property.slice(100, 140).map((p) => p.ListingKey as string) },
   ]);
-  await engine.upsert('Media', base.Media.slice(0, 30).map((m) => ({ ...m, Order: 99 })));
-  await engine.remove('Media', base.Media.slice(200, 230).map((m) => m.MediaKey as string));
+  await engine.upsert(
+    'Media',
+    base.Media.slice(0, 30).map((m) => ({ ...m, Order: 99 })),
+  );
+  await engine.remove(
+    'Media',
+    base.Media.slice(200, 230).map((m) => m.MediaKey as string),
+  );
   // a listing replaced twice more: it keeps the first version's entry timestamp
   await engine.upsert('Property', [{ ...base.Property[1], ModificationTimestamp: '2025-05-30T00:00:00Z', ListingContractDate: null }]);
 }
@@ -82,7 +94,7 @@ describe('compaction', () => {
     expect(answers(changed)).toEqual(mid);
   });
 
-  it('writes a changed engine\'s snapshot as its compacted image, which opens to the same answers', async () => {
+  it("writes a changed engine's snapshot as its compacted image, which opens to the same answers", async () => {
     const e = await Engine.open({ data: base, now, compactFraction: false });
     await change(e, base);
     const generation = e.generation;
@@ -99,7 +111,10 @@ describe('compaction', () => {
     const first = e.query('Property', '$select=ListingKey&$orderby=ListPrice');
     const link = first['@odata.nextLink']!;
     const page2 = e.query('Property', decodeURIComponent(link.slice(link.indexOf('?') + 1)));
-    await e.upsert('Property', base.Property.slice(0, 20).map((p) => ({ ...p, ListPrice: 5 })));
+    await e.upsert(
+      'Property',
+      base.Property.slice(0, 20).map((p) => ({ ...p, ListPrice: 5 })),
+    );
     expect(e.store.Property.rowCount).toBe(base.Property.length + 20); // below the fraction: not compacted
     const generation = e.generation;
     await change(e, base);
@@ -139,7 +154,10 @@ describe('structures carried over to a new generation', () => {
     a0.valueBits('StandardStatus', 1);
     a0.codeCounts('StandardStatus');
     await change(e, base);
-    await e.upsert('Property', base.Property.slice(10, 20).map((p) => ({ ...p, ListPrice: null, StandardStatus: 'Pending' })));
+    await e.upsert(
+      'Property',
+      base.Property.slice(10, 20).map((p) => ({ ...p, ListPrice: null, StandardStatus: 'Pending' })),
+    );
     const carried = access();
     const fresh = new TableAccess(e.store.Property, carried.dead);
     expect([...carried.keyOrder]).toEqual([...fresh.keyOrder]);

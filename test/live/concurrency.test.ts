@@ -71,7 +71,11 @@ function observe(engine: Engine): Rec {
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Starts `change` (not awaited) and observes the engine at every event-loop turn until it settles. */
-async function observeWhile(engine: Engine, change: () => Promise<unknown>, look: (engine: Engine) => Rec = observe): Promise<{ seen: Rec[]; outcome: PromiseSettledResult<unknown> }> {
+async function observeWhile(
+  engine: Engine,
+  change: () => Promise<unknown>,
+  look: (engine: Engine) => Rec = observe,
+): Promise<{ seen: Rec[]; outcome: PromiseSettledResult<unknown> }> {
   const seen: Rec[] = [];
   let settled = false;
   const running = Promise.allSettled([change()]).then(([outcome]) => {
@@ -106,7 +110,16 @@ describe('queries during a large change see all of it or none of it', () => {
 
   it('a failing large change: every concurrent query and every later one answers from the old data', async () => {
     // the bad record comes last, in the change's last chunk: all the others were read and appended first
-    const failing: ChangeOperation[] = [...BIG, { resource: 'Media', upsert: [...ADDED.slice(0, 600).flatMap((l) => l.media.map((m) => ({ ...m, MediaKey: `${m.MediaKey as string}-again` }))), { ...added.media[0], MediaKey: 'ORPHAN', ResourceRecordKey: keyOf(removed) }] }];
+    const failing: ChangeOperation[] = [
+      ...BIG,
+      {
+        resource: 'Media',
+        upsert: [
+          ...ADDED.slice(0, 600).flatMap((l) => l.media.map((m) => ({ ...m, MediaKey: `${m.MediaKey as string}-again` }))),
+          { ...added.media[0], MediaKey: 'ORPHAN', ResourceRecordKey: keyOf(removed) },
+        ],
+      },
+    ];
     const { seen, outcome } = await observeWhile(engine, () => engine.apply(failing));
     expect(outcome.status).toBe('rejected');
     expect(((outcome as PromiseRejectedResult).reason as { code: string }).code).toBe('MissingParent');
@@ -121,7 +134,16 @@ describe('queries during a large change see all of it or none of it', () => {
     expect(outcome).toEqual({ status: 'fulfilled', value: { generation: 1, upserted: BIG_RECORDS, removed: REMOVED.length, notFound: 0 } });
     after = observe(engine);
     const listings = BASE.length - REMOVED.length + ADDED.length;
-    expect(after).toMatchObject({ generation: 1, listings, marked: listings, notMarked: 0, word: listings, cities: [{ City: MARKER, n: listings }], has: [true, false], removed: [] });
+    expect(after).toMatchObject({
+      generation: 1,
+      listings,
+      marked: listings,
+      notMarked: 0,
+      word: listings,
+      cities: [{ City: MARKER, n: listings }],
+      has: [true, false],
+      removed: [],
+    });
     expect((after.ranked as string[]).length).toBe(8);
     expect(after.replaced).toEqual([{ ListingKey: keyOf(replaced), City: MARKER, Media: replaced.media.map((m) => ({ MediaKey: m.MediaKey })) }]);
     expect(after.added).toEqual([{ ListingKey: keyOf(added), City: MARKER, Media: added.media.map((m) => ({ MediaKey: m.MediaKey })) }]);
@@ -142,7 +164,10 @@ describe('queries during a large change see all of it or none of it', () => {
   });
 
   it('the same records upserted again publish a generation that answers the same', async () => {
-    const summary = await engine.upsert('Property', BASE.slice(REMOVED.length).map((l) => marked(l.property)));
+    const summary = await engine.upsert(
+      'Property',
+      BASE.slice(REMOVED.length).map((l) => marked(l.property)),
+    );
     expect(summary.generation).toBe(3);
     expect(data(observe(engine))).toEqual(data(after));
   });
@@ -173,11 +198,13 @@ describe('a compaction the engine starts itself after a large change', () => {
       return change;
     });
     expect(again.outcome).toMatchObject({ status: 'fulfilled', value: { generation: 3 } });
-    expect(engine.query('Property', `$filter=ListingKey eq '${keyOf(replaced)}'&$select=ListPrice`).value).toEqual([{ ListingKey: keyOf(replaced), ListPrice: 7 }]);
+    expect(engine.query('Property', `$filter=ListingKey eq '${keyOf(replaced)}'&$select=ListPrice`).value).toEqual([
+      { ListingKey: keyOf(replaced), ListPrice: 7 },
+    ]);
   });
 });
 
-describe('changes issued back to back (no compaction of the engine\'s own: generations are the changes)', () => {
+describe("changes issued back to back (no compaction of the engine's own: generations are the changes)", () => {
   const l0 = BASE[100].property;
   const l1 = BASE[101].property;
   const price = (engine: Engine, key: string): unknown => engine.query('Property', `$filter=ListingKey eq '${key}'&$select=ListPrice`).value[0]?.ListPrice;
@@ -187,7 +214,10 @@ describe('changes issued back to back (no compaction of the engine\'s own: gener
     const fresh = ADDED[0];
     const changes = [
       engine.upsert('Property', [...ADDED.slice(0, 600).map((l) => l.property)]), // two chunks
-      engine.upsert('Media', fresh.media.map((m) => ({ ...m, Order: 99 }))), // needs the listing the first one adds
+      engine.upsert(
+        'Media',
+        fresh.media.map((m) => ({ ...m, Order: 99 })),
+      ), // needs the listing the first one adds
       engine.upsert('Property', [{ ...l0, ListPrice: 1 }]),
       engine.upsert('Property', [{ ...l0, ListPrice: 2 }]),
       engine.remove('Property', [keyOf(fresh)]),
@@ -195,7 +225,14 @@ describe('changes issued back to back (no compaction of the engine\'s own: gener
     ];
     const summaries = await Promise.all(changes);
     expect(summaries.map((s) => s.generation)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(summaries.map((s) => [s.upserted, s.removed])).toEqual([[600, 0], [fresh.media.length, 0], [1, 0], [1, 0], [0, 1], [1, 0]]);
+    expect(summaries.map((s) => [s.upserted, s.removed])).toEqual([
+      [600, 0],
+      [fresh.media.length, 0],
+      [1, 0],
+      [1, 0],
+      [0, 1],
+      [1, 0],
+    ]);
     expect(engine.generation).toBe(6);
     expect(price(engine, keyOf({ property: l0 } as Listing))).toBe(2);
     expect(price(engine, keyOf(fresh))).toBe(3);
@@ -206,7 +243,10 @@ describe('changes issued back to back (no compaction of the engine\'s own: gener
   it('a change that fails in the middle of the queue fails alone: the ones before and after it apply', async () => {
     const engine = await openEngine(DATA, { compactFraction: false });
     const first = engine.upsert('Property', [{ ...l0, ListPrice: 10 }]);
-    const failing = engine.apply([{ resource: 'Property', upsert: [{ ...l1, ListPrice: 20 }] }, { resource: 'OpenHouse', upsert: [{ ...DATA.OpenHouse[0], OpenHouseKey: 'X', ListingKey: 'NO-SUCH-LISTING' }] }]);
+    const failing = engine.apply([
+      { resource: 'Property', upsert: [{ ...l1, ListPrice: 20 }] },
+      { resource: 'OpenHouse', upsert: [{ ...DATA.OpenHouse[0], OpenHouseKey: 'X', ListingKey: 'NO-SUCH-LISTING' }] },
+    ]);
     const last = engine.upsert('Property', [{ ...l1, ListPrice: 30 }]);
     expect((await first).generation).toBe(1);
     expect((await rejectionOf(failing)).code).toBe('MissingParent');
@@ -218,10 +258,25 @@ describe('changes issued back to back (no compaction of the engine\'s own: gener
     const engine = await openEngine(DATA, { compactFraction: false }); // generations are the three changes
     // three large changes queued at once, each pricing every listing at its own price
     const prices = [111, 222, 333];
-    const groups = (e: Engine): Rec => ({ generation: e.generation, prices: e.query('Property', '$apply=groupby((ListPrice),aggregate($count as n))&$top=5000').value });
+    const groups = (e: Engine): Rec => ({
+      generation: e.generation,
+      prices: e.query('Property', '$apply=groupby((ListPrice),aggregate($count as n))&$top=5000').value,
+    });
     const start = groups(engine);
     expect((start.prices as Rec[]).length).toBeGreaterThan(100);
-    const { seen, outcome } = await observeWhile(engine, () => Promise.all(prices.map((p) => engine.upsert('Property', BASE.map((l) => ({ ...l.property, ListPrice: p }))))), groups);
+    const { seen, outcome } = await observeWhile(
+      engine,
+      () =>
+        Promise.all(
+          prices.map((p) =>
+            engine.upsert(
+              'Property',
+              BASE.map((l) => ({ ...l.property, ListPrice: p })),
+            ),
+          ),
+        ),
+      groups,
+    );
     expect(outcome).toMatchObject({ status: 'fulfilled' });
     const want = (g: number): Rec => (g === 0 ? start : { generation: g, prices: [{ ListPrice: prices[g - 1], n: BASE.length }] });
     for (const s of seen) expect(s).toEqual(want(s.generation as number));

@@ -330,7 +330,8 @@ export function expectedRecord(resource: QueryResource, r: Rec, fields: readonly
   const out: Rec = {};
   for (const f of fields) {
     if (resource === 'Property' && (f === 'Location' || f === 'RawLocation')) out[f] = oracle.geoJson(r, f);
-    else if (resource === 'Property' && (f === 'service_OriginalEntryTimestamp' || f === 'service_DaysOnMarketReferenceTimestamp')) out[f] = oracle.timestamp(r, f);
+    else if (resource === 'Property' && (f === 'service_OriginalEntryTimestamp' || f === 'service_DaysOnMarketReferenceTimestamp'))
+      out[f] = oracle.timestamp(r, f);
     else if (resource === 'Property' && f === 'DaysOnMarket') out[f] = oracle.field(r, f);
     else out[f] = r[f] ?? null;
   }
@@ -398,5 +399,10 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<QueryError
 /** An engine over a copy of `data` at the clock `now` (default: the fixed NOW). */
 export function openEngine(data: DataSet, options: { now?: () => number; pageSnapshotTtlMs?: number; compactFraction?: number | false } = {}): Promise<Engine> {
   const now = options.now ?? (() => NOW);
-  return Engine.open({ data: cloneData(data), now: () => new Date(now()), pageSnapshotTtlMs: options.pageSnapshotTtlMs, compactFraction: options.compactFraction });
+  return Engine.open({
+    data: cloneData(data),
+    now: () => new Date(now()),
+    pageSnapshotTtlMs: options.pageSnapshotTtlMs,
+    compactFraction: options.compactFraction,
+  });
 }

@@ -31,7 +31,12 @@ function churn(engine: Engine, n: number): Promise<unknown> {
   const live = engine.keys('Property');
   const at = (i: number): string => live[(n * 37 + i * 53) % live.length];
   const current = (key: string): Rec => ({ ...engine.query('Property', `$filter=ListingKey eq '${key}'&$select=${DATA_FIELDS}`).value[0] });
-  const repriced = [0, 1, 2, 3, 4].map((i) => ({ ...plain(current(at(i))), ListPrice: 1000 * (n + 1) + i, City: `Churnville ${n}`, OriginatingSystemName: i % 2 ? 'HAR' : 'NWMLS' }));
+  const repriced = [0, 1, 2, 3, 4].map((i) => ({
+    ...plain(current(at(i))),
+    ListPrice: 1000 * (n + 1) + i,
+    City: `Churnville ${n}`,
+    OriginatingSystemName: i % 2 ? 'HAR' : 'NWMLS',
+  }));
   const added = [0, 1].map((i) => renamed(EXTRA[(n * 2 + i) % EXTRA.length], `${at(10 + i)}N${n}`));
   const media = engine.keys('Media');
   return engine.apply([
@@ -59,7 +64,10 @@ async function expectCoherent(engine: Engine, query: string, options: QueryOptio
   const { pages } = await pageThrough(engine, 'Property', query, options, (page) => churn(engine, generation * 100 + page).then(() => changes++));
   expect(pages.length, query).toBeGreaterThan(2);
   expect(changes, query).toBe(pages.length - 1);
-  expect(pages.flatMap((p) => p.value), query).toEqual(whole.value);
+  expect(
+    pages.flatMap((p) => p.value),
+    query,
+  ).toEqual(whole.value);
   if (/\$count=true/.test(query)) for (const p of pages) expect(p['@odata.count'], query).toBe(whole['@odata.count']);
   // the changes did change the answer: a first page now reads the newest generation
   const fresh = engine.query('Property', hasTop ? query : `${query}&$top=50000`, { sources: options.sources });
@@ -67,7 +75,7 @@ async function expectCoherent(engine: Engine, query: string, options: QueryOptio
   return pages;
 }
 
-describe('a client following nextLinks while changes land gets the first page\'s generation, whole', () => {
+describe("a client following nextLinks while changes land gets the first page's generation, whole", () => {
   let engine: Engine;
   beforeAll(async () => {
     now = NOW;
@@ -78,17 +86,32 @@ describe('a client following nextLinks while changes land gets the first page\'s
     ['key order', '$select=ListingKey,ListPrice,City&$count=true', 40],
     ['price descending', '$orderby=ListPrice desc&$select=ListingKey,ListPrice,City,OriginatingSystemName&$count=true', 25],
     ['two keys', '$orderby=City,ListPrice desc&$select=ListingKey,City,ListPrice&$count=true', 30],
-    ['a filter and a walk', "$filter=StandardStatus eq 'Active' or ListPrice lt 500000&$orderby=ModificationTimestamp desc&$select=ListingKey,ModificationTimestamp&$count=true", 20],
+    [
+      'a filter and a walk',
+      "$filter=StandardStatus eq 'Active' or ListPrice lt 500000&$orderby=ModificationTimestamp desc&$select=ListingKey,ModificationTimestamp&$count=true",
+      20,
+    ],
     ['relevance', "$filter=search.text(KeywordSearchText,'pool granite',1)&$orderby=relevance desc&$select=ListingKey&$count=true", 15],
-    ['geo and DaysOnMarket', "$filter=geo.distance(Location, geography'POINT(-95.3698 29.7604)') le 60000 or DaysOnMarket gt 100&$orderby=DaysOnMarket desc&$select=ListingKey,DaysOnMarket&$count=true", 10],
-    ['expanded children', '$orderby=ListPrice&$select=ListingKey,ListPrice&$expand=Media($select=MediaKey,Order),OpenHouse($select=OpenHouseKey)&$count=true', 50],
+    [
+      'geo and DaysOnMarket',
+      "$filter=geo.distance(Location, geography'POINT(-95.3698 29.7604)') le 60000 or DaysOnMarket gt 100&$orderby=DaysOnMarket desc&$select=ListingKey,DaysOnMarket&$count=true",
+      10,
+    ],
+    [
+      'expanded children',
+      '$orderby=ListPrice&$select=ListingKey,ListPrice&$expand=Media($select=MediaKey,Order),OpenHouse($select=OpenHouseKey)&$count=true',
+      50,
+    ],
     ['a $top over several pages', '$orderby=ListPrice desc&$select=ListingKey,ListPrice&$top=95&$count=true', 20],
   ])('%s', async (_, query, pageSize) => {
     await expectCoherent(engine, query, { maxPageSize: pageSize });
   });
 
   it('for a caller limited to some sources (while listings move between sources)', async () => {
-    await expectCoherent(engine, '$orderby=ListPrice desc&$select=ListingKey,ListPrice,OriginatingSystemName&$count=true', { maxPageSize: 20, sources: ['HAR', 'NWMLS', 'CRMLS'] });
+    await expectCoherent(engine, '$orderby=ListPrice desc&$select=ListingKey,ListPrice,OriginatingSystemName&$count=true', {
+      maxPageSize: 20,
+      sources: ['HAR', 'NWMLS', 'CRMLS'],
+    });
   });
 
   it('$apply groups, paged', async () => {
@@ -100,11 +123,17 @@ describe('a client following nextLinks while changes land gets the first page\'s
   });
 
   it('Media and OpenHouse pages too', async () => {
-    for (const [resource, query] of [['Media', '$orderby=Order desc,MediaKey&$count=true'], ['OpenHouse', '$orderby=OpenHouseStartTime&$count=true']] as const) {
+    for (const [resource, query] of [
+      ['Media', '$orderby=Order desc,MediaKey&$count=true'],
+      ['OpenHouse', '$orderby=OpenHouseStartTime&$count=true'],
+    ] as const) {
       const whole = engine.query(resource, `${query}&$top=20000`);
       const { pages } = await pageThrough(engine, resource, query, { maxPageSize: resource === 'Media' ? 100 : 5 }, (page) => churn(engine, 6000 + page));
       expect(pages.length, resource).toBeGreaterThan(2);
-      expect(pages.flatMap((p) => p.value), resource).toEqual(whole.value);
+      expect(
+        pages.flatMap((p) => p.value),
+        resource,
+      ).toEqual(whole.value);
       for (const p of pages) expect(p['@odata.count'], resource).toBe(whole['@odata.count']);
     }
   });
@@ -132,7 +161,7 @@ describe('how long a pinned generation stays readable', () => {
     expect(err.option).toBe('$skiptoken');
   };
 
-  it('the default is 10 minutes after the last page, on the engine\'s clock', async () => {
+  it("the default is 10 minutes after the last page, on the engine's clock", async () => {
     now = NOW;
     const engine = await openEngine(DATA, { now: clock });
     expect(PAGE_SNAPSHOT_TTL_MS).toBe(10 * MINUTE);

@@ -25,15 +25,35 @@ import { dateLiteral, numberLiteral } from '../../src/odata/literals.js';
 
 /** Plain names, including ones that start like keywords or are function names. */
 export const NAMES = [
-  'ListPrice', 'City', 'StandardStatus', 'order', 'Order', 'Android', 'notes', 'ordinal', 'index', 'inner',
-  'year', 'date', 'any', 'all', 'a', 'x', '_id', 'Media', 'nullable', 'ascending', 'withdrawn', 'As', 'IN', 'p10',
+  'ListPrice',
+  'City',
+  'StandardStatus',
+  'order',
+  'Order',
+  'Android',
+  'notes',
+  'ordinal',
+  'index',
+  'inner',
+  'year',
+  'date',
+  'any',
+  'all',
+  'a',
+  'x',
+  '_id',
+  'Media',
+  'nullable',
+  'ascending',
+  'withdrawn',
+  'As',
+  'IN',
+  'p10',
 ] as const;
 
 export const name = fc.constantFrom(...NAMES);
 
-export const member: fc.Arbitrary<MemberExpr> = fc
-  .array(name, { minLength: 1, maxLength: 3 })
-  .map((path) => ({ kind: 'member', path }));
+export const member: fc.Arbitrary<MemberExpr> = fc.array(name, { minLength: 1, maxLength: 3 }).map((path) => ({ kind: 'member', path }));
 
 const numberText = fc.oneof(
   fc.stringMatching(/^[+-]?\d{1,20}$/),
@@ -61,9 +81,9 @@ const timeText = fc
     t: fc.constantFrom('T', 't'),
     zone: fc.oneof(
       fc.constantFrom('Z', 'z'),
-      fc.record({ sign: fc.constantFrom('+', '-'), h: fc.integer({ min: 0, max: 23 }), m: fc.integer({ min: 0, max: 59 }) }).map(
-        ({ sign, h, m }) => `${sign}${pad(h, 2)}:${pad(m, 2)}`,
-      ),
+      fc
+        .record({ sign: fc.constantFrom('+', '-'), h: fc.integer({ min: 0, max: 23 }), m: fc.integer({ min: 0, max: 59 }) })
+        .map(({ sign, h, m }) => `${sign}${pad(h, 2)}:${pad(m, 2)}`),
     ),
   })
   .map(({ h, mi, s, frac, t, zone }) => {
@@ -112,12 +132,12 @@ export const expr: fc.Arbitrary<Expr> = fc.letrec<{ expr: Expr; list: ListExpr }
         return fc.array(sub, { minLength: min, maxLength: max }).map((args): Expr => ({ kind: 'call', name: fn, args }));
       }),
       fc.oneof(
-        fc.record({ collection: member, variable: name, predicate: sub }).map(
-          ({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'all', collection, variable, predicate }),
-        ),
-        fc.record({ collection: member, variable: name, predicate: sub }).map(
-          ({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'any', collection, variable, predicate }),
-        ),
+        fc
+          .record({ collection: member, variable: name, predicate: sub })
+          .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'all', collection, variable, predicate })),
+        fc
+          .record({ collection: member, variable: name, predicate: sub })
+          .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'any', collection, variable, predicate })),
         member.map((collection): Expr => ({ kind: 'lambda', operator: 'any', collection, variable: null, predicate: null })),
       ),
       sub.map((operand): Expr => ({ kind: 'not', operand })),
@@ -132,21 +152,23 @@ export const expr: fc.Arbitrary<Expr> = fc.letrec<{ expr: Expr; list: ListExpr }
 }).expr;
 
 const orderby: fc.Arbitrary<OrderByItem[]> = fc.array(
-  fc.record({ expr, direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') }).map(({ expr: e, direction }): OrderByItem => ({ kind: 'orderby', expr: e, direction })),
+  fc
+    .record({ expr, direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') })
+    .map(({ expr: e, direction }): OrderByItem => ({ kind: 'orderby', expr: e, direction })),
   { minLength: 1, maxLength: 8 },
 );
 
 const select: fc.Arbitrary<SelectItem[]> = fc.array(
-  fc.oneof(fc.constant<SelectItem>({ kind: 'star' }), name.map((n): SelectItem => ({ kind: 'property', name: n }))),
+  fc.oneof(
+    fc.constant<SelectItem>({ kind: 'star' }),
+    name.map((n): SelectItem => ({ kind: 'property', name: n })),
+  ),
   { minLength: 1, maxLength: 4 },
 );
 
 const count = fc.integer({ min: 0, max: 1_000_000 });
 
-const expandOptions: fc.Arbitrary<ExpandOptions> = fc.record(
-  { select, filter: expr, orderby, top: count, skip: count },
-  { requiredKeys: [] },
-);
+const expandOptions: fc.Arbitrary<ExpandOptions> = fc.record({ select, filter: expr, orderby, top: count, skip: count }, { requiredKeys: [] });
 
 const expand: fc.Arbitrary<ExpandItem[]> = fc.array(
   fc.record({ name, options: expandOptions }).map(({ name: n, options }): ExpandItem => ({ kind: 'expand', name: n, options })),

@@ -120,10 +120,7 @@ function load(file: string): RawCase[] {
 }
 
 export function conformanceAvailable(): boolean {
-  return (
-    existsSync(path.join(CONFORMANCE_DIR, 'odata-abnf-testcases.yaml')) &&
-    existsSync(path.join(CONFORMANCE_DIR, 'odata-aggregation-testcases.yaml'))
-  );
+  return existsSync(path.join(CONFORMANCE_DIR, 'odata-abnf-testcases.yaml')) && existsSync(path.join(CONFORMANCE_DIR, 'odata-aggregation-testcases.yaml'));
 }
 
 /** All cases of the rules above (and URL cases with a query part), mapped; the rest are counted. */

@@ -29,7 +29,10 @@ interface SkipGroup {
 }
 
 const re = (r: RegExp) => (c: ConformanceCase) => r.test(code(c));
-const inputs = (...list: string[]) => (c: ConformanceCase) => list.includes(c.input);
+const inputs =
+  (...list: string[]) =>
+  (c: ConformanceCase) =>
+    list.includes(c.input);
 
 const SUPPORTED_FUNCTIONS =
   'contains|startswith|endswith|tolower|toupper|length|indexof|substring|trim|concat|year|month|day|hour|minute|second|date|now|geo\\.distance|search\\.text|any|all|filter|groupby|aggregate';
@@ -44,33 +47,38 @@ const SKIP_GROUPS: readonly SkipGroup[] = [
     applies: re(/(^|&)\$[a-z]*[A-Z]/),
   },
   {
-    reason: 'options the service does not offer: $search, $compute, $index, $levels, $schemaversion, $id, $deltatoken; nested $expand/$count/$apply/$search inside $expand',
+    reason:
+      'options the service does not offer: $search, $compute, $index, $levels, $schemaversion, $id, $deltatoken; nested $expand/$count/$apply/$search inside $expand',
     applies: re(/(^|[&(;])\$(search|compute|index|levels|schemaversion|id|deltatoken)=|[(;]\$(expand|count|apply|search)=/),
   },
   { reason: 'parameter aliases (@p) and annotations (@Ns.Term) are not supported', applies: re(/@/) },
   { reason: 'implicit variables $it, $this, $these and $root paths are not supported', applies: re(/\$(it|this|these|root)\b/) },
   { reason: 'JSON arrays, objects and strings as literals are not supported (lists after `in` only)', applies: re(/[[{"]/) },
-  { reason: 'path segments /$count, /$ref, /$value, /$filter(...), /$each and $value expansion are not supported', applies: re(/\/\$(count|ref|value|filter|each)\b|[=,]\$value\b/) },
+  {
+    reason: 'path segments /$count, /$ref, /$value, /$filter(...), /$each and $value expansion are not supported',
+    applies: re(/\/\$(count|ref|value|filter|each)\b|[=,]\$value\b/),
+  },
   {
     reason: 'qualified names: type casts, enumeration types, bound and unbound model functions, custom aggregation methods',
     // (odataIdentifier cases are kept: `No.Dot` must fail at the dot, and does.)
     applies: (c) => c.rule !== 'odataIdentifier' && /\b(?!geo\.distance\b|search\.text\b)[A-Za-z_]\w*\.[A-Za-z_*]/.test(code(c)),
   },
   {
-    reason: 'functions not in SERVICE.md §3 (cast, isof, matchesPattern, round, floor, ceiling, time, fractionalseconds, totalseconds, totaloffsetminutes, mindatetime, maxdatetime, geo.length, geo.intersects, hassubset, hassubsequence, case, isdefined)',
-    applies: re(/\b(cast|isof|matchesPattern|fractionalseconds|totalseconds|time|totaloffsetminutes|mindatetime|maxdatetime|round|floor|ceiling|geo\.length|geo\.intersects|hassubset|hassubsequence|case|isdefined)\(/),
+    reason:
+      'functions not in SERVICE.md §3 (cast, isof, matchesPattern, round, floor, ceiling, time, fractionalseconds, totalseconds, totaloffsetminutes, mindatetime, maxdatetime, geo.length, geo.intersects, hassubset, hassubsequence, case, isdefined)',
+    applies: re(
+      /\b(cast|isof|matchesPattern|fractionalseconds|totalseconds|time|totaloffsetminutes|mindatetime|maxdatetime|round|floor|ceiling|geo\.length|geo\.intersects|hassubset|hassubsequence|case|isdefined)\(/,
+    ),
   },
   { reason: 'operators not in SERVICE.md §3: has, divby', applies: re(/ (has|divby) /) },
   {
     reason: 'key predicates and function-call path segments (`Items(1)`, `Products(...)`) are not supported',
-    applies: (c) =>
-      new RegExp(`(^|[^\\w.])(?!(?:${SUPPORTED_FUNCTIONS})\\()[A-Za-z_]\\w*\\((?!\\$)`).test(code(c).replace(/[a-z]+'[^']*'/g, "''")),
+    applies: (c) => new RegExp(`(^|[^\\w.])(?!(?:${SUPPORTED_FUNCTIONS})\\()[A-Za-z_]\\w*\\((?!\\$)`).test(code(c).replace(/[a-z]+'[^']*'/g, "''")),
   },
   {
     reason: 'literal types not in SERVICE.md §3: binary, duration, guid, time of day, enumeration, NaN/INF, negative or 5-digit years',
     applies: (c) =>
-      /\b(binary|duration|X)'|(^|[^\w])-?(INF|NaN)\b|=-?\d{5,}-\d\d-\d\d/.test(code(c)) ||
-      ['boolean'].includes(c.rule) && /^[01]$/.test(c.input),
+      /\b(binary|duration|X)'|(^|[^\w])-?(INF|NaN)\b|=-?\d{5,}-\d\d-\d\d/.test(code(c)) || (['boolean'].includes(c.rule) && /^[01]$/.test(c.input)),
   },
   {
     reason: 'only geography POINT(lon lat) literals (no geometry, no other shapes, no altitude or measure)',
@@ -85,7 +93,9 @@ const SKIP_GROUPS: readonly SkipGroup[] = [
     reason: '$apply supports filter, groupby((...)[,aggregate(...)]) and aggregate(F with M [as A], $count as A) only',
     applies: (c) =>
       /\$apply=/.test(code(c)) &&
-      (/(^|[=/(,]) ?(compute|concat|identity|orderby|top|skip|search|topcount|topsum|toppercent|bottomcount|bottomsum|bottompercent|nest|addnested|join|outerjoin|ancestors|descendants|traverse|rollup|rolluprecursive)\b/.test(code(c)) ||
+      (/(^|[=/(,]) ?(compute|concat|identity|orderby|top|skip|search|topcount|topsum|toppercent|bottomcount|bottomsum|bottompercent|nest|addnested|join|outerjoin|ancestors|descendants|traverse|rollup|rolluprecursive)\b/.test(
+        code(c),
+      ) ||
         / from /.test(code(c)) ||
         /groupby\(\([^)]*\),(?!aggregate\()/.test(code(c))),
   },
@@ -93,8 +103,7 @@ const SKIP_GROUPS: readonly SkipGroup[] = [
     reason: 'custom aggregates (no `with`) are not supported; `as Alias` is optional for `F with M` (SERVICE.md §3: the default name is F_M)',
     applies: (c) =>
       c.input === '$apply=aggregate(Amount with sum)' ||
-      (c.failAt === undefined && [...code(c).matchAll(/aggregate\(([^()]*)\)/g)].some((m) =>
-        m[1].split(',').some((item) => !/ with |^\$count /.test(item)))),
+      (c.failAt === undefined && [...code(c).matchAll(/aggregate\(([^()]*)\)/g)].some((m) => m[1].split(',').some((item) => !/ with |^\$count /.test(item)))),
   },
   {
     reason: 'a repeated query option is an error (SERVICE.md §3)',
@@ -213,7 +222,11 @@ if (!conformanceAvailable()) {
     });
 
     it('uses every position override and skip group (no stale entries)', () => {
-      for (const o of POSITION_OVERRIDES) expect(negative.some((c) => c.input === o.input), o.input).toBe(true);
+      for (const o of POSITION_OVERRIDES)
+        expect(
+          negative.some((c) => c.input === o.input),
+          o.input,
+        ).toBe(true);
       for (const g of SKIP_GROUPS) expect(skipped.has(g.reason), g.reason).toBe(true);
     });
   });

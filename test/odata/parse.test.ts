@@ -122,10 +122,46 @@ describe('lambdas and paths', () => {
 
 describe('keywords are whole words', () => {
   it.each([
-    'order', 'Order', 'ordinal', 'Orange', 'Android', 'android', 'notes', 'nothing', 'index', 'inner', 'India',
-    'address', 'added', 'subtotal', 'mode', 'divide', 'multi', 'equal', 'neighbour', 'ge0', 'ltd', 'length2',
-    'nullable', 'trueValue', 'falsehood', 'ascending', 'description', 'without', 'ask', 'AND', 'Or', 'NOT', 'Eq',
-    'year2', 'contains_x', 'any', 'all', '_private', 'has', 'divby',
+    'order',
+    'Order',
+    'ordinal',
+    'Orange',
+    'Android',
+    'android',
+    'notes',
+    'nothing',
+    'index',
+    'inner',
+    'India',
+    'address',
+    'added',
+    'subtotal',
+    'mode',
+    'divide',
+    'multi',
+    'equal',
+    'neighbour',
+    'ge0',
+    'ltd',
+    'length2',
+    'nullable',
+    'trueValue',
+    'falsehood',
+    'ascending',
+    'description',
+    'without',
+    'ask',
+    'AND',
+    'Or',
+    'NOT',
+    'Eq',
+    'year2',
+    'contains_x',
+    'any',
+    'all',
+    '_private',
+    'has',
+    'divby',
   ])('%s is a name', (name) => {
     expect(sexpr(filter(`${name} eq 1`))).toBe(`(eq ${name} 1)`);
   });
@@ -222,7 +258,7 @@ describe('whitespace follows OData', () => {
   });
 
   it.each([
-    ["(a)eq 1", 3, "expected a space before 'eq'"],
+    ['(a)eq 1', 3, "expected a space before 'eq'"],
     ["a eq'x'", 4, "expected a space after 'eq'"],
     ["'x'eq a", 3, "expected a space before 'eq'"],
     ['a eq 1and b', 6, "expected a space before 'and'"],
@@ -235,7 +271,7 @@ describe('whitespace follows OData', () => {
     [' a eq 1', 0, 'whitespace at the start'],
     ['a eq 1 ', 6, 'whitespace at the end'],
     ['a eq 1\t\t', 6, 'whitespace at the end'],
-    ['a\neq 1', 1, "unexpected character"],
+    ['a\neq 1', 1, 'unexpected character'],
     ['Coll/any (x: x eq 1)', 8, 'unexpected whitespace'],
   ] as const)('%j fails at %i', (text, position, message) => {
     const e = queryErrorOf(() => filter(text));
@@ -310,7 +346,7 @@ describe('$filter errors: code, option and exact position', () => {
     ['a eq "x"', 'UnsupportedSyntax', 5, 'JSON'],
     ['Items(1)/Name eq 1', 'UnknownFunction', 0, "unknown function 'Items'"],
     ['a in (1, b)', 'InvalidSyntax', 9, 'expected a literal'],
-    ['a in (b, 1)', 'InvalidSyntax', 7, "literals only"],
+    ['a in (b, 1)', 'InvalidSyntax', 7, 'literals only'],
     ['a in (1,2) add 1', 'InvalidSyntax', 11, 'after the list'],
     ['a eq 1;b', 'InvalidSyntax', 6, "found ';'"],
     ['a eq 50%', 'InvalidSyntax', 7, 'percent-decoded'],
@@ -364,8 +400,20 @@ describe('$orderby', () => {
   it.each([
     ['ListPrice', [['ListPrice', 'asc']]],
     ['ListPrice asc', [['ListPrice', 'asc']]],
-    ['ListPrice desc,ListingKey', [['ListPrice', 'desc'], ['ListingKey', 'asc']]],
-    ['ListPrice desc, ListingKey asc', [['ListPrice', 'desc'], ['ListingKey', 'asc']]],
+    [
+      'ListPrice desc,ListingKey',
+      [
+        ['ListPrice', 'desc'],
+        ['ListingKey', 'asc'],
+      ],
+    ],
+    [
+      'ListPrice desc, ListingKey asc',
+      [
+        ['ListPrice', 'desc'],
+        ['ListingKey', 'asc'],
+      ],
+    ],
     ['relevance desc', [['relevance', 'desc']]],
     ['tolower(City) desc', [['(tolower City)', 'desc']]],
     ['ListPrice div LivingArea', [['(div ListPrice LivingArea)', 'asc']]],
@@ -468,7 +516,7 @@ describe('$top, $skip, $skiptoken, $count, $ignorenulls, $format', () => {
 
 describe('$expand', () => {
   it('takes navigation names with nested options', () => {
-    const q = parseQuery("$expand=Media($select=MediaKey,MediaURL;$filter=Order le 5;$orderby=Order desc;$top=2;$skip=1),OpenHouse,PreferredMedia");
+    const q = parseQuery('$expand=Media($select=MediaKey,MediaURL;$filter=Order le 5;$orderby=Order desc;$top=2;$skip=1),OpenHouse,PreferredMedia');
     expect(q.expand).toHaveLength(3);
     const [media, openHouse, preferred] = q.expand ?? [];
     expect(media.name).toBe('Media');
@@ -541,18 +589,13 @@ describe('$apply', () => {
     });
   });
 
-  it.each(['sum', 'min', 'max', 'average', 'avg', 'countdistinct', 'median', 'p10', 'p25', 'p50', 'p75', 'p90', 'p95'])(
-    'takes the method %s',
-    (method) => {
-      const q = parseQuery(`$apply=aggregate(ListPrice with ${method} as X)`);
-      expect(q.apply?.[0]).toMatchObject({ kind: 'aggregate', items: [{ method }] });
-    },
-  );
+  it.each(['sum', 'min', 'max', 'average', 'avg', 'countdistinct', 'median', 'p10', 'p25', 'p50', 'p75', 'p90', 'p95'])('takes the method %s', (method) => {
+    const q = parseQuery(`$apply=aggregate(ListPrice with ${method} as X)`);
+    expect(q.apply?.[0]).toMatchObject({ kind: 'aggregate', items: [{ method }] });
+  });
 
   it('parses groupby alone and aggregate alone, with whitespace where OData allows it', () => {
-    expect(parseQuery('$apply=groupby((City))').apply).toEqual([
-      { kind: 'groupby', properties: [{ kind: 'member', path: ['City'] }], aggregate: null },
-    ]);
+    expect(parseQuery('$apply=groupby((City))').apply).toEqual([{ kind: 'groupby', properties: [{ kind: 'member', path: ['City'] }], aggregate: null }]);
     expect(parseQuery('$apply=groupby( ( City , PostalCode ) , aggregate( ListPrice with sum ) )').apply?.[0]).toMatchObject({
       kind: 'groupby',
       aggregate: { items: [{ method: 'sum', alias: null }] },
@@ -663,7 +706,9 @@ describe('printer', () => {
   });
 
   it('prints a whole query in canonical option order', () => {
-    const q = parseQuery("$top=5&$select=A,B&$filter=a eq 1&$expand=Media($top=1;$select=X)&$orderby=a desc&$count=true&$apply=groupby((A))&$skip=0&$ignorenulls=true&$format=json");
+    const q = parseQuery(
+      '$top=5&$select=A,B&$filter=a eq 1&$expand=Media($top=1;$select=X)&$orderby=a desc&$count=true&$apply=groupby((A))&$skip=0&$ignorenulls=true&$format=json',
+    );
     expect(printQuery(q)).toBe(
       '$filter=a eq 1&$select=A,B&$orderby=a desc&$top=5&$skip=0&$count=true&$ignorenulls=true&$expand=Media($select=X;$top=1)&$apply=groupby((A))&$format=json',
     );

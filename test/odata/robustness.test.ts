@@ -41,13 +41,13 @@ function parseOrCodedError(text: string, options?: ParseOptions): string | null 
 const VALID: readonly string[] = [
   ...QUERIES,
   "$filter=Appliances/all(a: a ne 'Range') and not (x in (1,2,3)) or -Price mul 2 ge 10.5e-1&$orderby=x desc",
-  "$expand=Media($select=MediaKey;$filter=Order le 5;$orderby=Order;$top=1;$skip=0),OpenHouse&$count=false&$ignorenulls=true",
-  "$apply=groupby((City),aggregate(ListPrice with p90 as P,$count as N))/filter(N gt 2)&$select=*&$format=json",
+  '$expand=Media($select=MediaKey;$filter=Order le 5;$orderby=Order;$top=1;$skip=0),OpenHouse&$count=false&$ignorenulls=true',
+  '$apply=groupby((City),aggregate(ListPrice with p90 as P,$count as N))/filter(N gt 2)&$select=*&$format=json',
   "$filter=geo.distance(RawLocation,geography'POINT(-1.5 2.25)') le 10 and substring(City,1,2) eq 'ea' and now() gt 2024-01-01T00:00:00+01:00",
 ];
 
 /** Characters that matter to the grammar, plus a few that never do. */
-const ALPHABET = [..."()',/:;=&$@*-+. \t\"[]{}#%?!~^\\_aez019", 'and ', ' or ', ' eq ', 'not ', 'in ', "'", 'é', '\n', '\u0000', '𝔘'];
+const ALPHABET = [...'()\',/:;=&$@*-+. \t"[]{}#%?!~^\\_aez019', 'and ', ' or ', ' eq ', 'not ', 'in ', "'", 'é', '\n', '\u0000', '𝔘'];
 
 type Edit = { kind: 'insert' | 'replace' | 'delete' | 'duplicate'; at: number; text: string; len: number };
 

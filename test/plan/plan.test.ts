@@ -29,7 +29,7 @@ function nonData(v: unknown, path = '$', out: string[] = []): string[] {
     return out;
   }
   const proto = Object.getPrototypeOf(v) as unknown;
-  if (proto !== Object.prototype && proto !== Array.prototype) out.push(`${path}: ${(v).constructor.name}`);
+  if (proto !== Object.prototype && proto !== Array.prototype) out.push(`${path}: ${v.constructor.name}`);
   for (const [k, child] of Object.entries(v)) nonData(child, `${path}.${k}`, out);
   return out;
 }
@@ -37,7 +37,11 @@ function nonData(v: unknown, path = '$', out: string[] = []): string[] {
 const QUERIES: Array<{ query: string; access: Plan['access']['kind']; strategy: Plan['strategy']['kind'] }> = [
   { query: "$filter=StandardStatus eq 'Active' and ListPrice ge 300000&$orderby=ListPrice desc&$top=25", access: 'lookup', strategy: 'walk' },
   { query: "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25", access: 'search', strategy: 'ranked' },
-  { query: "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000&$select=ListingKey,ListPrice", access: 'geo', strategy: 'key' },
+  {
+    query: "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000&$select=ListingKey,ListPrice",
+    access: 'geo',
+    strategy: 'key',
+  },
   { query: "$filter=ListingKey eq 'P000000005'&$expand=Media($select=MediaKey;$top=1)", access: 'text', strategy: 'key' },
   { query: '$filter=YearBuilt ge 2020 and YearBuilt lt 2022&$count=true&$orderby=ListPrice', access: 'range', strategy: 'heap' },
   { query: "$filter=contains(City,'a')&$count=true", access: 'scan', strategy: 'key' },
@@ -79,7 +83,10 @@ describe('the plan cache holds plans, not generations', () => {
     const before = engine.explain('Property', query, { format: 'json' });
     const top = keysOf(engine.query('Property', query));
     // the cheapest listing climbs to the top of the order
-    const cheapest = listings.map((l) => l.property).filter((p) => p.StandardStatus === 'Active').sort((a, b) => (a.ListPrice as number) - (b.ListPrice as number))[0];
+    const cheapest = listings
+      .map((l) => l.property)
+      .filter((p) => p.StandardStatus === 'Active')
+      .sort((a, b) => (a.ListPrice as number) - (b.ListPrice as number))[0];
     await engine.upsert('Property', [{ ...cheapest, ListPrice: 99_000_000 }]);
     expect(engine.generation).toBe(1);
     expect(engine.explain('Property', query, { format: 'json' })).toBe(before);
@@ -87,7 +94,7 @@ describe('the plan cache holds plans, not generations', () => {
     expect(after).toEqual([cheapest.ListingKey, ...top.slice(0, 2)]);
   });
 
-  it('a change that adds a field to a table re-plans that table\'s queries', async () => {
+  it("a change that adds a field to a table re-plans that table's queries", async () => {
     const engine = await open();
     const query = "$filter=StandardStatus eq 'Active'&$top=2";
     const before = engine.explain('Property', query, { format: 'json' });
@@ -122,6 +129,8 @@ describe('the plan cache holds plans, not generations', () => {
     const alive = refs.map((r) => r.deref() !== undefined);
     expect(alive).toEqual(refs.map(() => false));
     // and the cached plans still answer on the newest generation
-    expect(keysOf(engine.query('Property', `$filter=ListPrice ge 100000 and StandardStatus eq 'Active'&$orderby=ListPrice&$top=5&$expand=Media`))).toHaveLength(5);
+    expect(keysOf(engine.query('Property', `$filter=ListPrice ge 100000 and StandardStatus eq 'Active'&$orderby=ListPrice&$top=5&$expand=Media`))).toHaveLength(
+      5,
+    );
   });
 });

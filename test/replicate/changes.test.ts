@@ -12,8 +12,22 @@ import type { JsonRecord } from '../../src/generate/listing.js';
 import { ReplicationError } from '../../src/replicate/errors.js';
 import { replicate } from '../../src/replicate/replicate.js';
 import {
-  accountsWith, clone, dataset, DEMO_SOURCES, dropListings, entries, NOW, ORIGIN, readState, recordingSleep, replicaRecords, tempDir,
-  TestUpstream, TOKEN, visible, type DataSet,
+  accountsWith,
+  clone,
+  dataset,
+  DEMO_SOURCES,
+  dropListings,
+  entries,
+  NOW,
+  ORIGIN,
+  readState,
+  recordingSleep,
+  replicaRecords,
+  tempDir,
+  TestUpstream,
+  TOKEN,
+  visible,
+  type DataSet,
 } from './helpers.js';
 
 const RESOURCES = ['Property', 'Media', 'OpenHouse'] as const;
@@ -29,7 +43,8 @@ async function expectReplicaOf(dir: string, d: DataSet, sources: readonly string
 }
 
 const byTime = (a: JsonRecord, b: JsonRecord): number =>
-  String(a.ModificationTimestamp ?? '').localeCompare(String(b.ModificationTimestamp ?? '')) || String(a.ListingKey ?? a.MediaKey).localeCompare(String(b.ListingKey ?? b.MediaKey));
+  String(a.ModificationTimestamp ?? '').localeCompare(String(b.ModificationTimestamp ?? '')) ||
+  String(a.ListingKey ?? a.MediaKey).localeCompare(String(b.ListingKey ?? b.MediaKey));
 
 /** A listing with media and open houses, new to `d`, keyed `key`, visible to demo, stamped `at`. */
 function newListing(pool: DataSet, i: number, key: string, at: string): DataSet {
@@ -38,8 +53,19 @@ function newListing(pool: DataSet, i: number, key: string, at: string): DataSet 
   const rekey = (k: string): string => key + k.slice(old.length);
   return {
     Property: [{ ...p, ListingKey: key, ListingId: `X${key}`, OriginatingSystemName: 'HAR', ModificationTimestamp: at }],
-    Media: pool.Media.filter((m) => m.ResourceRecordKey === old).map((m) => ({ ...m, MediaKey: rekey(m.MediaKey as string), ResourceRecordKey: key, ModificationTimestamp: at })),
-    OpenHouse: pool.OpenHouse.filter((o) => o.ListingKey === old).map((o) => ({ ...o, OpenHouseKey: rekey(o.OpenHouseKey as string), ListingKey: key, OriginatingSystemName: 'HAR', ModificationTimestamp: at })),
+    Media: pool.Media.filter((m) => m.ResourceRecordKey === old).map((m) => ({
+      ...m,
+      MediaKey: rekey(m.MediaKey as string),
+      ResourceRecordKey: key,
+      ModificationTimestamp: at,
+    })),
+    OpenHouse: pool.OpenHouse.filter((o) => o.ListingKey === old).map((o) => ({
+      ...o,
+      OpenHouseKey: rekey(o.OpenHouseKey as string),
+      ListingKey: key,
+      OriginatingSystemName: 'HAR',
+      ModificationTimestamp: at,
+    })),
     PropertyChange: [],
   };
 }
@@ -56,7 +82,8 @@ function mutate(d: DataSet, step: number, pool: DataSet): DataSet {
   const seen = next.Property.filter(demo).sort(byTime);
   for (const p of seen.slice(0, 2)) Object.assign(p, { ModificationTimestamp: at, ListPrice: (p.ListPrice as number) + 1000 * step });
   const hidden = seen[seen.length - 1 - step];
-  if (hidden.OriginatingSystemName === 'CRMLS' || hidden.OriginatingSystemName === 'NWMLS') Object.assign(hidden, { OriginatingSystemName: 'MRED', ModificationTimestamp: at });
+  if (hidden.OriginatingSystemName === 'CRMLS' || hidden.OriginatingSystemName === 'NWMLS')
+    Object.assign(hidden, { OriginatingSystemName: 'MRED', ModificationTimestamp: at });
   dropListings(next, [seen[2 + step].ListingKey as string]);
   const keys = new Set(next.Property.filter(demo).map((p) => p.ListingKey));
   const media = next.Media.filter((m) => keys.has(m.ResourceRecordKey)).sort(byTime);
@@ -75,7 +102,7 @@ function mutate(d: DataSet, step: number, pool: DataSet): DataSet {
 const isChangesPage = (url: string): boolean => decodeURIComponent(url).includes('$orderby=ModificationTimestamp asc');
 
 describe('an upstream that changes during the pull', () => {
-  it('ends with the upstream\'s final state, where following nextLinks across the change is refused (SkipTokenExpired)', async () => {
+  it("ends with the upstream's final state, where following nextLinks across the change is refused (SkipTokenExpired)", async () => {
     const base = dataset(240, 'replicate-changes');
     // a few media without a timestamp: they sort first (nulls lowest)
     base.Media.forEach((m, i) => {
@@ -166,7 +193,9 @@ describe('resuming a stopped run', () => {
     };
     const dir = tempDir();
     const { sleep, waits } = recordingSleep();
-    const failed = await replicate({ from: ORIGIN, token: TOKEN, to: dir, pageSize: 30, flushRecords: 100, fetch: upstream.fetch, sleep, maxRetries: 2 }).catch((e: unknown) => e);
+    const failed = await replicate({ from: ORIGIN, token: TOKEN, to: dir, pageSize: 30, flushRecords: 100, fetch: upstream.fetch, sleep, maxRetries: 2 }).catch(
+      (e: unknown) => e,
+    );
     expect(failed).toBeInstanceOf(ReplicationError);
     expect(failed).toMatchObject({ code: 'NetworkError' });
     expect((failed as ReplicationError).message).toContain('ECONNREFUSED');
@@ -207,7 +236,10 @@ describe('resuming a stopped run', () => {
       return undefined;
     };
     const dir = tempDir();
-    await expect(replicate({ from: ORIGIN, token: TOKEN, to: dir, pageSize: 20, flushRecords: 50, fetch: upstream.fetch })).rejects.toMatchObject({ code: 'HttpError', status: 500 });
+    await expect(replicate({ from: ORIGIN, token: TOKEN, to: dir, pageSize: 20, flushRecords: 50, fetch: upstream.fetch })).rejects.toMatchObject({
+      code: 'HttpError',
+      status: 500,
+    });
     const later = mutate(data, 1, dataset(5, 'replicate-new'));
     await upstream.setData(later);
     upstream.intercept = null;
@@ -227,14 +259,19 @@ describe('removals', () => {
     const v2 = clone(v1);
     const mine = v2.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string));
     const withMedia = (p: JsonRecord): boolean => v2.Media.some((m) => m.ResourceRecordKey === p.ListingKey);
-    const deleted = mine.filter(withMedia).slice(0, 6).map((p) => p.ListingKey as string);
+    const deleted = mine
+      .filter(withMedia)
+      .slice(0, 6)
+      .map((p) => p.ListingKey as string);
     // no longer visible to this token (its timestamp unchanged: only the key listing can tell)
     const moved = mine.filter((p) => withMedia(p) && !deleted.includes(p.ListingKey as string)).slice(0, 2);
     for (const p of moved) p.OriginatingSystemName = 'MRED';
     dropListings(v2, deleted);
     const gone = new Set([...deleted, ...moved.map((p) => p.ListingKey as string)]);
     const keep = new Set(mine.filter((p) => !gone.has(p.ListingKey as string)).map((p) => p.ListingKey));
-    const lostMedia = v2.Media.filter((m) => keep.has(m.ResourceRecordKey)).slice(0, 10).map((m) => m.MediaKey);
+    const lostMedia = v2.Media.filter((m) => keep.has(m.ResourceRecordKey))
+      .slice(0, 10)
+      .map((m) => m.MediaKey);
     v2.Media = v2.Media.filter((m) => !lostMedia.includes(m.MediaKey));
     const lostOpenHouse = v2.OpenHouse.find((o) => keep.has(o.ListingKey));
     v2.OpenHouse = v2.OpenHouse.filter((o) => o !== lostOpenHouse);
@@ -247,10 +284,12 @@ describe('removals', () => {
     expect(childrenOfGone).toBeGreaterThanOrEqual(8);
     expect(result.resources.Property).toMatchObject({ removed: 8, upserted: 0 });
     expect(result.resources.Media).toMatchObject({ removed: childrenOfGone + 10, upserted: 0 });
-    expect(result.resources.OpenHouse.removed).toBe([...before.OpenHouse.values()].filter((o) => gone.has(o.ListingKey as string)).length + (lostOpenHouse ? 1 : 0));
+    expect(result.resources.OpenHouse.removed).toBe(
+      [...before.OpenHouse.values()].filter((o) => gone.has(o.ListingKey as string)).length + (lostOpenHouse ? 1 : 0),
+    );
   });
 
-  it('follows the token\'s visibility both ways: more sources are fetched by key, fewer removed', async () => {
+  it("follows the token's visibility both ways: more sources are fetched by key, fewer removed", async () => {
     const data = dataset(150, 'replicate-visibility');
     const upstream = await TestUpstream.open(data, { accounts: accountsWith([{ username: 'narrow', sources: ['CRMLS'] }]) });
     await upstream.loginAs('narrow');

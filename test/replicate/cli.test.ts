@@ -23,11 +23,14 @@ describe('reso-engine replicate', () => {
 
   beforeAll(async () => {
     handler = createHandler({ engine: await defaultEngine(), accounts: quickAccounts() });
-    server = await serve(async (request) => {
-      watch?.();
-      if (gate !== null) await gate;
-      return handler(request);
-    }, { port: 0, host: '127.0.0.1' });
+    server = await serve(
+      async (request) => {
+        watch?.();
+        if (gate !== null) await gate;
+        return handler(request);
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
     token = await login(handler);
   });
 
@@ -35,13 +38,17 @@ describe('reso-engine replicate', () => {
     await server?.close();
   });
 
-  it('replicates the demo account\'s view into a directory serve --data can open', async () => {
+  it("replicates the demo account's view into a directory serve --data can open", async () => {
     const dir = path.join(tempDir(), 'replica');
     const { code, out, err } = await collectCli(['replicate', '--from', server.url, '--token', token, '--to', dir, '--page-size', '2000']);
     expect(err).toContain('Media: page 1,');
     expect(err).toContain('Property: 1,129 keys listed');
     expect(code).toBe(0);
-    expect(out).toMatch(new RegExp(`^replicated ${server.url}/v1/listings/data into ${dir} in \\d+\\.\\d s \\(\\d+ requests\\): Property \\+1,129 -0, Media \\+19,544 -0, OpenHouse \\+167 -0\\n$`));
+    expect(out).toMatch(
+      new RegExp(
+        `^replicated ${server.url}/v1/listings/data into ${dir} in \\d+\\.\\d s \\(\\d+ requests\\): Property \\+1,129 -0, Media \\+19,544 -0, OpenHouse \\+167 -0\\n$`,
+      ),
+    );
     for (const r of ['Property', 'Media', 'OpenHouse'] as const) expect(entries(replicaRecords(dir)[r])).toEqual(entries(expected[r]));
     expect((await Engine.open({ data: dir })).store.Property.rowCount).toBe(1129);
   });
@@ -53,7 +60,9 @@ describe('reso-engine replicate', () => {
       collectCli(['replicate', '--from', server.url, '--token', token, '--to', tempDir(), '--page-size', '0']),
     ]);
     expect(bad.code).toBe(1);
-    expect(bad.err).toBe(`reso-engine: Unauthorized: the upstream refused the token (401): InvalidToken: The access token is unknown or expired; get a new one from POST /v1/token. (${server.url}/v1/listings/data/$metadata)\n`);
+    expect(bad.err).toBe(
+      `reso-engine: Unauthorized: the upstream refused the token (401): InvalidToken: The access token is unknown or expired; get a new one from POST /v1/token. (${server.url}/v1/listings/data/$metadata)\n`,
+    );
     expect(usage.code).toBe(2);
     expect(usage.err).toContain('--to DIR is required');
     expect(usage.err).toContain('reso-engine replicate --from URL --token TOKEN --to DIR');

@@ -18,7 +18,21 @@ import { ReplicationError } from '../../src/replicate/errors.js';
 import { replicate, type ReplicateOptions } from '../../src/replicate/replicate.js';
 import { REPLICATED_RESOURCES, type ReplicatedResource } from '../../src/replicate/sink.js';
 import { collectCli, startServe } from '../service/helpers.js';
-import { clone, dataset, DEMO_SOURCES, dropListings, entries, NOW, ORIGIN, recordingSleep, tempDir, TestUpstream, TOKEN, visible, type DataSet } from './helpers.js';
+import {
+  clone,
+  dataset,
+  DEMO_SOURCES,
+  dropListings,
+  entries,
+  NOW,
+  ORIGIN,
+  recordingSleep,
+  tempDir,
+  TestUpstream,
+  TOKEN,
+  visible,
+  type DataSet,
+} from './helpers.js';
 
 const DERIVED = new Set(DERIVED_PROPERTY_FIELDS.map((f) => f.name));
 const now = (): Date => new Date(NOW);
@@ -52,13 +66,17 @@ const QUERIES: ReadonlyArray<[QueryResource, string]> = [
   ['Property', "$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc,ListingKey&$top=20&$count=true&$select=ListingKey,ListPrice,City"],
   ['Property', "$filter=search.text(KeywordSearchText,'granite pool')&$select=ListingKey&$orderby=ListingKey&$top=200&$count=true"],
   ['Property', '$apply=groupby((OriginatingSystemName,City),aggregate($count as n,ListPrice with max as top))'],
-  ['Property', '$expand=Media($select=MediaKey,Order),OpenHouse($select=OpenHouseKey)&$select=ListingKey&$orderby=ModificationTimestamp desc,ListingKey&$top=30'],
+  [
+    'Property',
+    '$expand=Media($select=MediaKey,Order),OpenHouse($select=OpenHouseKey)&$select=ListingKey&$orderby=ModificationTimestamp desc,ListingKey&$top=30',
+  ],
   ['Media', "$filter=MediaCategory eq 'Photo'&$orderby=ModificationTimestamp,MediaKey&$top=100&$count=true"],
   ['OpenHouse', '$orderby=OpenHouseStartTime,OpenHouseKey&$top=1000&$count=true'],
 ];
 
 function expectAnswersOf(engine: Engine, upstream: Engine): void {
-  for (const [resource, q] of QUERIES) expect(engine.query(resource, q).value, `${resource} ${q}`).toEqual(upstream.query(resource, q, { sources: DEMO_SOURCES }).value);
+  for (const [resource, q] of QUERIES)
+    expect(engine.query(resource, q).value, `${resource} ${q}`).toEqual(upstream.query(resource, q, { sources: DEMO_SOURCES }).value);
 }
 
 /**
@@ -72,7 +90,7 @@ const run = (upstream: TestUpstream, sink: EngineSink, options: Partial<Replicat
   replicate({ from: ORIGIN, token: TOKEN, sink, pageSize: 40, fetch: upstream.fetch, ...options });
 
 describe('replicating into a running engine', () => {
-  it('ends with exactly the records the account sees upstream, the target\'s own records removed', async () => {
+  it("ends with exactly the records the account sees upstream, the target's own records removed", async () => {
     const data = dataset(200, 'engine-sink-pull');
     const upstream = await TestUpstream.open(data);
     const engine = await target();
@@ -99,7 +117,7 @@ describe('replicating into a running engine', () => {
     expect(engine.generation).toBe(generation);
   });
 
-  it('ends with the upstream\'s final state when the upstream changes during the pull', async () => {
+  it("ends with the upstream's final state when the upstream changes during the pull", async () => {
     const base = dataset(240, 'engine-sink-changes');
     const pool = dataset(20, 'engine-sink-new');
     const versions = [base];
@@ -132,10 +150,16 @@ describe('replicating into a running engine', () => {
 
     const v2 = clone(v1);
     const mine = v2.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string));
-    const withChildren = mine.filter((p) => v2.Media.some((m) => m.ResourceRecordKey === p.ListingKey) && v2.OpenHouse.some((o) => o.ListingKey === p.ListingKey));
+    const withChildren = mine.filter(
+      (p) => v2.Media.some((m) => m.ResourceRecordKey === p.ListingKey) && v2.OpenHouse.some((o) => o.ListingKey === p.ListingKey),
+    );
     const deleted = withChildren.slice(0, 3).map((p) => p.ListingKey as string);
     dropListings(v2, deleted);
-    const lostMedia = new Set(v2.Media.filter((m) => mine.some((p) => p.ListingKey === m.ResourceRecordKey)).slice(0, 7).map((m) => m.MediaKey));
+    const lostMedia = new Set(
+      v2.Media.filter((m) => mine.some((p) => p.ListingKey === m.ResourceRecordKey))
+        .slice(0, 7)
+        .map((m) => m.MediaKey),
+    );
     v2.Media = v2.Media.filter((m) => !lostMedia.has(m.MediaKey));
     await upstream.setData(v2);
 
@@ -156,7 +180,9 @@ describe('replicating into a running engine', () => {
     const data = dataset(120, 'engine-sink-remove');
     const engine = await Engine.open({ data, now });
     const sink = new EngineSink(engine);
-    const listing = data.Property.find((p) => data.OpenHouse.some((o) => o.ListingKey === p.ListingKey) && data.Media.filter((m) => m.ResourceRecordKey === p.ListingKey).length > 1)!;
+    const listing = data.Property.find(
+      (p) => data.OpenHouse.some((o) => o.ListingKey === p.ListingKey) && data.Media.filter((m) => m.ResourceRecordKey === p.ListingKey).length > 1,
+    )!;
     const key = listing.ListingKey as string;
     const media = data.Media.filter((m) => m.ResourceRecordKey === key);
     // one of its media removed first: not counted again with its listing
@@ -176,7 +202,9 @@ describe('replicating into a running engine', () => {
     const sink = new EngineSink(engine);
     const generation = engine.generation;
     const good = { ...dataset(10, 'engine-sink-bad').Property[1], ListingKey: 'PNEW1' };
-    const err = await sink.upsert('Property', [good, { ...good, ListingKey: 'PNEW2', ListPrice: 'a lot' }], 'http://up.test/Property?page').catch((e: unknown) => e);
+    const err = await sink
+      .upsert('Property', [good, { ...good, ListingKey: 'PNEW2', ListPrice: 'a lot' }], 'http://up.test/Property?page')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReplicationError);
     expect(err).toMatchObject({ code: 'BadRecord', url: 'http://up.test/Property?page' });
     expect((err as Error).message).toContain("Property 'PNEW2' cannot be stored");
@@ -188,14 +216,28 @@ describe('replicating into a running engine', () => {
     for (const p of bare.Property) delete p.PublicRemarks;
     const narrowEngine = await Engine.open({ data: bare, now });
     const narrow = new EngineSink(narrowEngine);
-    await narrow.upsert('Property', [{ ...good, ListingKey: 'PNEW3', PublicRemarks: undefined }, { ...good, ListingKey: 'PNEW4' }], 'http://up.test/p2');
-    expect(narrowEngine.query('Property', "$filter=ListingKey eq 'PNEW4'&$select=PublicRemarks").value).toEqual([{ ListingKey: 'PNEW4', PublicRemarks: (good as Record<string, unknown>).PublicRemarks }]);
+    await narrow.upsert(
+      'Property',
+      [
+        { ...good, ListingKey: 'PNEW3', PublicRemarks: undefined },
+        { ...good, ListingKey: 'PNEW4' },
+      ],
+      'http://up.test/p2',
+    );
+    expect(narrowEngine.query('Property', "$filter=ListingKey eq 'PNEW4'&$select=PublicRemarks").value).toEqual([
+      { ListingKey: 'PNEW4', PublicRemarks: (good as Record<string, unknown>).PublicRemarks },
+    ]);
     // a value whose type the table's field cannot hold is a SchemaMismatch: the page is refused whole
     const local = dataset(10, 'engine-sink-local');
     local.Property.forEach((p, i) => (p.X_Count = i));
     const typed = new EngineSink(await Engine.open({ data: local, now }));
-    const mixed = [{ ...good, ListingKey: 'PNEW5', X_Count: 1 }, { ...good, ListingKey: 'PNEW6', X_Count: 'many' }];
-    await expect(typed.upsert('Property', mixed, 'http://up.test/p3')).rejects.toThrow(/^Property 'PNEW6' cannot be stored: .*X_Count.*nothing of the page was applied/);
+    const mixed = [
+      { ...good, ListingKey: 'PNEW5', X_Count: 1 },
+      { ...good, ListingKey: 'PNEW6', X_Count: 'many' },
+    ];
+    await expect(typed.upsert('Property', mixed, 'http://up.test/p3')).rejects.toThrow(
+      /^Property 'PNEW6' cannot be stored: .*X_Count.*nothing of the page was applied/,
+    );
   });
 });
 
@@ -226,7 +268,8 @@ describe('resuming into an engine', () => {
     // every record the engine holds is the upstream's or still the target's own (not reconciled yet)
     const expected = visible(data, DEMO_SOURCES);
     const partial = engineRecords(engine);
-    const pulled = (r: ReplicatedResource): number => [...partial[r]].filter(([k, rec]) => expect.objectContaining(rec).asymmetricMatch(expected[r].get(k)) && rec !== seed[r].get(k)).length;
+    const pulled = (r: ReplicatedResource): number =>
+      [...partial[r]].filter(([k, rec]) => expect.objectContaining(rec).asymmetricMatch(expected[r].get(k)) && rec !== seed[r].get(k)).length;
     for (const r of REPLICATED_RESOURCES) {
       for (const [k, rec] of partial[r]) expect([expected[r].get(k), seed[r].get(k)], `${r} ${k}`).toContainEqual(rec);
     }
@@ -321,18 +364,21 @@ describe('reso-engine serve --replicate-from', () => {
   beforeAll(async () => {
     upstream = await TestUpstream.open(dataset(150, 'engine-sink-serve'));
     // the in-process upstream over HTTP; TOKEN stands for a token of its current data set
-    server = await serve(async (request) => {
-      const headers: Record<string, string> = {};
-      request.headers.forEach((value, name) => (headers[name === 'authorization' ? 'Authorization' : name] = value));
-      return upstream.fetch(request.url, { headers });
-    }, { port: 0, host: '127.0.0.1' });
+    server = await serve(
+      async (request) => {
+        const headers: Record<string, string> = {};
+        request.headers.forEach((value, name) => (headers[name === 'authorization' ? 'Authorization' : name] = value));
+        return upstream.fetch(request.url, { headers });
+      },
+      { port: 0, host: '127.0.0.1' },
+    );
   });
 
   afterAll(async () => {
     await server?.close();
   });
 
-  it('serves the upstream\'s data, retries a failed pass and follows later changes', async () => {
+  it("serves the upstream's data, retries a failed pass and follows later changes", async () => {
     const v1 = dataset(150, 'engine-sink-serve');
     // the first pass fails ($metadata answers 500)
     upstream.intercept = (_url, n) => (n === 1 ? new Response('{"error":{"code":"Down","message":"maintenance"}}', { status: 500 }) : undefined);
@@ -340,7 +386,10 @@ describe('reso-engine serve --replicate-from', () => {
     // becomes a replica of the upstream's 150 as demo sees them
     let release!: () => void;
     const gate = new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
-    const served = await startServe(['--port', '0', '--now', '2025-06-01T00:00:00Z', '--replicate-from', server.url, '--replicate-token', TOKEN, '--replicate-every', '1'], '2,000');
+    const served = await startServe(
+      ['--port', '0', '--now', '2025-06-01T00:00:00Z', '--replicate-from', server.url, '--replicate-token', TOKEN, '--replicate-every', '1'],
+      '2,000',
+    );
     try {
       expect(served.out()).toContain(`replicating ${server.url}/v1/listings/data every 1 s`);
       await waitFor(served.err, /replication from .* failed: HttpError: the upstream answered 500: Down: maintenance/);
@@ -348,7 +397,9 @@ describe('reso-engine serve --replicate-from', () => {
       await expectServed(served.url, v1);
 
       const v2 = clone(v1);
-      const gone = v2.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string)).slice(0, 4).map((p) => p.ListingKey as string);
+      const gone = v2.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string))
+        .slice(0, 4)
+        .map((p) => p.ListingKey as string);
       dropListings(v2, gone);
       const changed = v2.Property.find((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string))!;
       Object.assign(changed, { ListPrice: 1_234_567, ModificationTimestamp: new Date(NOW + 60_000).toISOString() });
@@ -435,7 +486,12 @@ async function expectServed(url: string, d: DataSet): Promise<void> {
   for (const r of REPLICATED_RESOURCES) expect(entries(await servedRecords(url, demo, r)), r).toEqual(entries(expected[r]));
   // partner sees HAR, MRED, ...: of the served listings only the HAR ones are left
   const partner = await servedRecords(url, await loginTo(url, 'partner'), 'Property');
-  expect([...partner.keys()].sort()).toEqual([...expected.Property.values()].filter((p) => p.OriginatingSystemName === 'HAR').map((p) => p.ListingKey).sort());
+  expect([...partner.keys()].sort()).toEqual(
+    [...expected.Property.values()]
+      .filter((p) => p.OriginatingSystemName === 'HAR')
+      .map((p) => p.ListingKey)
+      .sort(),
+  );
 }
 
 /**
@@ -447,7 +503,8 @@ async function expectServed(url: string, d: DataSet): Promise<void> {
 function nextVersion(d: DataSet, step: number, pool: DataSet): DataSet {
   const next = clone(d);
   const at = new Date(NOW + step * 60_000).toISOString();
-  const oldest = <T extends JsonRecord>(records: T[]): T[] => [...records].sort((a, b) => String(a.ModificationTimestamp).localeCompare(String(b.ModificationTimestamp)));
+  const oldest = <T extends JsonRecord>(records: T[]): T[] =>
+    [...records].sort((a, b) => String(a.ModificationTimestamp).localeCompare(String(b.ModificationTimestamp)));
   const mine = oldest(next.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string)));
   for (const p of mine.slice(0, 3)) Object.assign(p, { ModificationTimestamp: at, ListPrice: (p.ListPrice as number) + step });
   dropListings(next, [mine[3 + step].ListingKey as string]);

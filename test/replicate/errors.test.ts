@@ -28,7 +28,10 @@ function run(u: TestUpstream, dir: string, extra: Partial<ReplicateOptions> = {}
 
 /** Runs to a ReplicationError and returns it. */
 async function failure(promise: Promise<unknown>): Promise<ReplicationError> {
-  const e = await promise.then(() => null, (err: unknown) => err);
+  const e = await promise.then(
+    () => null,
+    (err: unknown) => err,
+  );
   if (!(e instanceof ReplicationError)) throw new Error(`expected a ReplicationError, got ${String(e)}`);
   return e;
 }
@@ -87,7 +90,7 @@ describe('upstream errors', () => {
     expect(entries(replicaRecords(dir).Media)).toEqual(entries(EXPECTED.Media));
   });
 
-  it('4xx: an unknown path is an HttpError with the status and the upstream\'s own code', async () => {
+  it("4xx: an unknown path is an HttpError with the status and the upstream's own code", async () => {
     const u = await upstreamOf();
     const e = await failure(replicate({ from: `${ORIGIN}/odata`, token: TOKEN, to: tempDir(), fetch: u.fetch }));
     expect(e).toMatchObject({ code: 'HttpError', status: 404, url: `${ORIGIN}/odata/$metadata` });
@@ -160,11 +163,15 @@ describe('upstream errors', () => {
       const u = await upstreamOf();
       const dir = tempDir();
       await run(u, dir);
-      const before = readdirSync(dir).filter((n) => n.endsWith('.jsonl')).map((n) => readFileSync(path.join(dir, n), 'utf8'));
+      const before = readdirSync(dir)
+        .filter((n) => n.endsWith('.jsonl'))
+        .map((n) => readFileSync(path.join(dir, n), 'utf8'));
       // the upstream changes one record, which now carries the defect
       const changed = structuredClone(DATA);
       const table = changed[resource as 'Property' | 'Media'];
-      const victim = table.find((r) => (resource === 'Property' ? DEMO_SOURCES.includes(r.OriginatingSystemName as string) : EXPECTED.Media.has(r.MediaKey as string)))!;
+      const victim = table.find((r) =>
+        resource === 'Property' ? DEMO_SOURCES.includes(r.OriginatingSystemName as string) : EXPECTED.Media.has(r.MediaKey as string),
+      )!;
       victim.ModificationTimestamp = new Date(NOW + 60_000).toISOString();
       await u.setData(changed);
       const key = (victim.ListingKey ?? victim.MediaKey) as string;
@@ -177,7 +184,9 @@ describe('upstream errors', () => {
       expect(e.message, what).toContain(message);
       expect(e.message, what).toContain(key);
       expect(decodeURIComponent(e.url!), what).toContain(`/${resource}?`);
-      const after = readdirSync(dir).filter((n) => n.endsWith('.jsonl')).map((n) => readFileSync(path.join(dir, n), 'utf8'));
+      const after = readdirSync(dir)
+        .filter((n) => n.endsWith('.jsonl'))
+        .map((n) => readFileSync(path.join(dir, n), 'utf8'));
       expect(after, what).toEqual(before);
       await expectLoadable(dir);
     }
@@ -269,11 +278,20 @@ describe('retries', () => {
   it('503 with Retry-After as an HTTP date: waits until then by the injected clock', async () => {
     const u = await upstreamOf();
     let n = 0;
-    u.intercept = (url) => (isPage(url, 'Property') && ++n <= 2 ? new Response('busy', { status: 503, headers: { 'Retry-After': new Date(NOW + 7000).toUTCString() } }) : undefined);
+    u.intercept = (url) =>
+      isPage(url, 'Property') && ++n <= 2 ? new Response('busy', { status: 503, headers: { 'Retry-After': new Date(NOW + 7000).toUTCString() } }) : undefined;
     const { sleep, waits } = recordingSleep();
     const progress: string[] = [];
     const dir = tempDir();
-    await replicate({ from: ORIGIN, token: TOKEN, to: dir, fetch: u.fetch, sleep, now: () => new Date(NOW), onProgress: (p) => p.phase === 'retry' && progress.push(p.message) });
+    await replicate({
+      from: ORIGIN,
+      token: TOKEN,
+      to: dir,
+      fetch: u.fetch,
+      sleep,
+      now: () => new Date(NOW),
+      onProgress: (p) => p.phase === 'retry' && progress.push(p.message),
+    });
     expect(waits).toEqual([7000, 7000]);
     expect(progress[0]).toContain('upstream answered 503; retry 1 in 7.0 s');
     expect(entries(replicaRecords(dir).Property)).toEqual(entries(EXPECTED.Property));

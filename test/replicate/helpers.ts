@@ -21,7 +21,6 @@ export const ORIGIN = 'http://upstream.test';
 /** The token replication sends; the test upstream swaps it for a real one of the current data set's handler. */
 export const TOKEN = 'replication-test-token';
 
-
 export interface DataSet {
   Property: JsonRecord[];
   Media: JsonRecord[];
@@ -70,7 +69,10 @@ export function visible(d: DataSet, sources: readonly string[]): Record<Replicat
 /** The default data set (fixtures/default) as records, PropertyChange left out. */
 export function defaultFixture(): DataSet {
   const read = (file: string): JsonRecord[] =>
-    readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as JsonRecord);
+    readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as JsonRecord);
   return { Property: read('Property.jsonl'), Media: read('Media.jsonl'), OpenHouse: read('OpenHouse.jsonl'), PropertyChange: [] };
 }
 
@@ -159,10 +161,16 @@ export class TestUpstream {
 }
 
 /** demo and partner (quickAccounts) plus accounts with other sources; passwords are `<username>-password`. */
-export function accountsWith(extra: ReadonlyArray<{ username: string; sources: string[] }>): { accounts: Array<{ username: string; password_hash: string; sources: string[] }> } {
+export function accountsWith(extra: ReadonlyArray<{ username: string; sources: string[] }>): {
+  accounts: Array<{ username: string; password_hash: string; sources: string[] }>;
+} {
   const base = quickAccounts();
   for (const a of extra) {
-    base.accounts.push({ username: a.username, password_hash: hashPassword(`${a.username}-password`, Buffer.from(a.username.padEnd(16, '.')), 1024, 8, 1), sources: a.sources });
+    base.accounts.push({
+      username: a.username,
+      password_hash: hashPassword(`${a.username}-password`, Buffer.from(a.username.padEnd(16, '.')), 1024, 8, 1),
+      sources: a.sources,
+    });
   }
   return base;
 }

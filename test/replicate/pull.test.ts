@@ -18,7 +18,10 @@ const QUERIES: ReadonlyArray<[QueryResource, string]> = [
   ['Property', "$filter=search.text(KeywordSearchText,'granite pool')&$select=ListingKey,City&$top=200&$count=true"],
   ['Property', '$apply=groupby((OriginatingSystemName,City),aggregate($count as n,ListPrice with median as m,ModificationTimestamp with max as latest))'],
   ['Property', '$expand=Media($top=3),OpenHouse,PreferredMedia&$orderby=ModificationTimestamp desc&$top=30'],
-  ['Property', '$filter=service_OriginalEntryTimestamp ge 2025-01-01T00:00:00Z&$select=ListingKey,service_OriginalEntryTimestamp,service_DaysOnMarketReferenceTimestamp&$top=500'],
+  [
+    'Property',
+    '$filter=service_OriginalEntryTimestamp ge 2025-01-01T00:00:00Z&$select=ListingKey,service_OriginalEntryTimestamp,service_DaysOnMarketReferenceTimestamp&$top=500',
+  ],
   ['Property', '$top=2000&$skip=0&$orderby=ListingKey'],
   ['Media', "$filter=MediaCategory eq 'Photo' and ImageWidth ge 2048&$orderby=ImageWidth desc,ModificationTimestamp&$top=100&$count=true"],
   ['OpenHouse', '$orderby=OpenHouseStartTime&$top=1000&$count=true'],
@@ -63,7 +66,8 @@ describe('a full pull of the default data set as the demo account', () => {
     const local = await Engine.open({ data: dir, now: () => new Date(NOW) });
     const remote = upstream.engine;
     // nextLinks pin each engine's own data set (their $skiptoken differs); the rest is the same
-    const unpinned = (r: QueryResult): QueryResult => (r['@odata.nextLink'] === undefined ? r : { ...r, '@odata.nextLink': r['@odata.nextLink'].replace(/&\$skiptoken=[^&]*/, '') });
+    const unpinned = (r: QueryResult): QueryResult =>
+      r['@odata.nextLink'] === undefined ? r : { ...r, '@odata.nextLink': r['@odata.nextLink'].replace(/&\$skiptoken=[^&]*/, '') };
     for (const [resource, q] of QUERIES) {
       expect(unpinned(local.query(resource, q)), `${resource} ${q}`).toEqual(unpinned(remote.query(resource, q, { sources: DEMO_SOURCES })));
     }
@@ -72,7 +76,7 @@ describe('a full pull of the default data set as the demo account', () => {
   it('paged with a keyset cursor, never with $skip, and listed keys for removals', () => {
     const pages = upstream.dataUrls();
     expect(pages.some((u) => u.includes('$skip'))).toBe(false);
-    expect(pages.filter((u) => u.includes('/Media?')).some((u) => u.includes("ModificationTimestamp ge ") && u.includes(" or MediaKey gt '"))).toBe(true);
+    expect(pages.filter((u) => u.includes('/Media?')).some((u) => u.includes('ModificationTimestamp ge ') && u.includes(" or MediaKey gt '"))).toBe(true);
     expect(pages.some((u) => u.includes('/Property?$select=ListingKey'))).toBe(true);
     expect(result.resources.Media.pages).toBe(Math.ceil(result.resources.Media.upserted / 500));
     expect(progress.some((p) => p.phase === 'changes' && p.resource === 'Media')).toBe(true);
@@ -86,7 +90,9 @@ describe('a full pull of the default data set as the demo account', () => {
       expect(again.resources[r]).toMatchObject({ upserted: 0, removed: 0, pages: 0, backfilled: 0 });
     }
     // $metadata, one empty changes page per resource (twice: the catch-up), key pages (Media: 2 of 5,000)
-    expect(upstream.urls.length - before).toBe(1 + 3 + again.resources.Property.keyPages + again.resources.Media.keyPages + again.resources.OpenHouse.keyPages + 3);
+    expect(upstream.urls.length - before).toBe(
+      1 + 3 + again.resources.Property.keyPages + again.resources.Media.keyPages + again.resources.OpenHouse.keyPages + 3,
+    );
     expect(replicaRecords(dir).Property.size).toBe(result.resources.Property.upserted);
   });
 });

@@ -6,7 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonRecord } from '../../src/generate/listing.js';
 import { replicate } from '../../src/replicate/replicate.js';
-import { keyOf, parentKeyOf, REPLICATED_RESOURCES, type RemovedCounts, type ReplicatedResource, type ReplicationSink, type ReplicationState } from '../../src/replicate/sink.js';
+import {
+  keyOf,
+  parentKeyOf,
+  REPLICATED_RESOURCES,
+  type RemovedCounts,
+  type ReplicatedResource,
+  type ReplicationSink,
+  type ReplicationState,
+} from '../../src/replicate/sink.js';
 import { clone, dataset, DEMO_SOURCES, dropListings, entries, ORIGIN, TestUpstream, TOKEN, visible } from './helpers.js';
 
 class MemorySink implements ReplicationSink {
@@ -51,7 +59,7 @@ class MemorySink implements ReplicationSink {
   }
 }
 
-describe('a sink of one\'s own', () => {
+describe("a sink of one's own", () => {
   it('receives the records, a commit per page, and removals with their children', async () => {
     const data = dataset(80, 'replicate-sink');
     const upstream = await TestUpstream.open(data);
@@ -67,7 +75,9 @@ describe('a sink of one\'s own', () => {
     expect(media).toEqual([...media].sort());
 
     const later = clone(data);
-    const gone = later.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string)).slice(0, 3).map((p) => p.ListingKey as string);
+    const gone = later.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string))
+      .slice(0, 3)
+      .map((p) => p.ListingKey as string);
     dropListings(later, gone);
     await upstream.setData(later);
     const second = await replicate({ from: ORIGIN, token: TOKEN, sink, pageSize: 25, fetch: upstream.fetch });

@@ -25,7 +25,8 @@ const ENUM_PREFIX = 'org.reso.metadata.enums.';
  * BedroomsTotal. Other scale-0 decimals (money, distances, elevations, offsets) stay Edm.Decimal
  * so that a feed sending a fraction there is not rejected.
  */
-export const INTEGER_NAME = /(Count|Total|TotalInteger|Integer|^Bathrooms|^Bedrooms|^MainLevelBath|^MainLevelBed|^NumberOf|Stories|^Year|Years|Days|^Order$|^Image(Width|Height)$|Score$|Capacity$|^TaxYear$)/;
+export const INTEGER_NAME =
+  /(Count|Total|TotalInteger|Integer|^Bathrooms|^Bedrooms|^MainLevelBath|^MainLevelBed|^NumberOf|Stories|^Year|Years|Days|^Order$|^Image(Width|Height)$|Score$|Capacity$|^TaxYear$)/;
 
 /** The engine's type code for a DD field, or undefined for navigation and entity-typed fields. */
 export function tableType(f: DdField): string | undefined {
@@ -52,7 +53,7 @@ export function ddTableText(): string {
     ' */',
     `export const DD_VERSION = '${dd.version}';`,
     '',
-    'export const DD_FIELDS: Readonly<Record<\'Property\' | \'Media\' | \'OpenHouse\', string>> = {',
+    "export const DD_FIELDS: Readonly<Record<'Property' | 'Media' | 'OpenHouse', string>> = {",
   ];
   for (const resource of DD_RESOURCES) {
     lines.push(`  ${resource}: \``);

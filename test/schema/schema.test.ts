@@ -60,7 +60,12 @@ describe('schema against the RESO Data Dictionary 2.0', () => {
     for (const resource of ['Property', 'Media', 'OpenHouse'] as const) {
       const ours = new Set(CATALOG[resource].fields.map((f) => f.name));
       const missing = dd.fields
-        .filter((f) => f.resourceName === resource && !f.type.startsWith('Collection(') && !(f.type.startsWith('org.reso.metadata.') && !f.type.startsWith('org.reso.metadata.enums.')))
+        .filter(
+          (f) =>
+            f.resourceName === resource &&
+            !f.type.startsWith('Collection(') &&
+            !(f.type.startsWith('org.reso.metadata.') && !f.type.startsWith('org.reso.metadata.enums.')),
+        )
         .filter((f) => !ours.has(f.fieldName));
       expect(missing.map((f) => f.fieldName)).toEqual([]);
     }
@@ -93,9 +98,15 @@ describe('resources', () => {
     expect(CATALOG.Media.parent).toEqual({ field: 'ResourceRecordKey', when: { field: 'ResourceName', equals: 'Property' } });
     expect(CATALOG.OpenHouse.parent).toEqual({ field: 'ListingKey', when: null });
     expect(CATALOG.PropertyChange.parent).toEqual({ field: 'ListingKey', when: null });
-    expect(CATALOG.PropertyChange.fields.map((f) => f.name)).toEqual(
-      ['ChangeType', 'FieldName', 'ListingKey', 'ModificationTimestamp', 'NewValue', 'PreviousValue', 'PropertyChangeKey'],
-    );
+    expect(CATALOG.PropertyChange.fields.map((f) => f.name)).toEqual([
+      'ChangeType',
+      'FieldName',
+      'ListingKey',
+      'ModificationTimestamp',
+      'NewValue',
+      'PreviousValue',
+      'PropertyChangeKey',
+    ]);
     expect(CATALOG.PropertyChange.fields.every((f) => f.origin === 'service')).toBe(true);
   });
 
@@ -108,7 +119,13 @@ describe('resources', () => {
         expect(f.key).toBe(f.name === CATALOG[resource].key);
       }
     }
-    expect(DERIVED_PROPERTY_FIELDS.map((f) => f.name)).toEqual(['DaysOnMarket', 'Location', 'RawLocation', 'service_DaysOnMarketReferenceTimestamp', 'service_OriginalEntryTimestamp']);
+    expect(DERIVED_PROPERTY_FIELDS.map((f) => f.name)).toEqual([
+      'DaysOnMarket',
+      'Location',
+      'RawLocation',
+      'service_DaysOnMarketReferenceTimestamp',
+      'service_OriginalEntryTimestamp',
+    ]);
   });
 
   it('records which search fields each source field feeds', () => {

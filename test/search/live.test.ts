@@ -90,7 +90,8 @@ const asMap = (m: SearchMatch): Map<number, number> => new Map([...m.rows].map((
 
 /** Every match sorted best first (ties by tie rank), then filtered and cut: what rankSearch must return, bit for bit. */
 function sortedTopK(all: SearchMatch, k: number, tieRank: ArrayLike<number>, accept?: (row: number) => boolean): Array<[number, number]> {
-  return [...all.rows].map((row, i) => [row, all.scores[i]] as [number, number])
+  return [...all.rows]
+    .map((row, i) => [row, all.scores[i]] as [number, number])
     .filter(([row]) => !accept || accept(row))
     .sort((a, b) => b[1] - a[1] || tieRank[a[0]] - tieRank[b[0]])
     .slice(0, k);
@@ -98,7 +99,13 @@ function sortedTopK(all: SearchMatch, k: number, tieRank: ArrayLike<number>, acc
 
 const TIE_RANK = Uint32Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 100_003); // unrelated to row order, distinct
 
-interface Coverage { tailOnly: number; allDead: number; split: number; tailExpansions: number; checks: number }
+interface Coverage {
+  tailOnly: number;
+  allDead: number;
+  split: number;
+  tailExpansions: number;
+  checks: number;
+}
 
 /**
  * Checks one query on one view against the oracle over the live records, and rankSearch against
@@ -136,8 +143,16 @@ function checkQuery(view: SearchView, oracle: NaiveSearch, live: number[], text:
 // Words the generated data never holds: they enter through upserts and new listings.
 const NOVEL = ['zephyrine', 'quillmore', 'brambleton', 'xylandra', 'corvantis', 'plumbrook'];
 const cap = (w: string): string => w[0].toUpperCase() + w.slice(1);
-const SUFFIXES = [['Parkway', 'Pkwy'], ['Street', 'St'], ['Avenue', 'Ave']];
-const DIRS = [['North', 'N'], ['Southwest', 'SW'], ['East', 'E']];
+const SUFFIXES = [
+  ['Parkway', 'Pkwy'],
+  ['Street', 'St'],
+  ['Avenue', 'Ave'],
+];
+const DIRS = [
+  ['North', 'N'],
+  ['Southwest', 'SW'],
+  ['East', 'E'],
+];
 
 /** A new version of a listing: the groups of fields named by the bits of `alter` changed, with novel word w. */
 function altered(r: Rec, w: number, alter: number): Rec {
@@ -148,14 +163,21 @@ function altered(r: Rec, w: number, alter: number): Rec {
     const [suffix, abbr] = SUFFIXES[w % SUFFIXES.length];
     const [dir, dirAbbr] = DIRS[w % DIRS.length];
     Object.assign(out, {
-      StreetNumber: String(100 + w), StreetDirPrefix: dirAbbr, StreetName: cap(word), StreetSuffix: suffix,
+      StreetNumber: String(100 + w),
+      StreetDirPrefix: dirAbbr,
+      StreetName: cap(word),
+      StreetSuffix: suffix,
       UnparsedAddress: `${100 + w} ${w % 2 ? dir : dirAbbr} ${cap(word)} ${w % 2 ? abbr : suffix}`,
     });
   }
   if (alter & 4) {
     Object.assign(out, {
-      ListAgentFullName: `${cap(word)} Okafor`, BuyerAgentFullName: '', BuyerAgentFirstName: cap(word), BuyerAgentLastName: 'Vance',
-      ListOfficeName: `${cap(word)} Realty`, BuyerOfficeName: `${cap(NOVEL[(w + 1) % NOVEL.length])} Homes`,
+      ListAgentFullName: `${cap(word)} Okafor`,
+      BuyerAgentFullName: '',
+      BuyerAgentFirstName: cap(word),
+      BuyerAgentLastName: 'Vance',
+      ListOfficeName: `${cap(word)} Realty`,
+      BuyerOfficeName: `${cap(NOVEL[(w + 1) % NOVEL.length])} Homes`,
     });
   }
   // short remarks and no co-agents: the average length falls
@@ -169,18 +191,43 @@ function queriesOf(lineage: Lineage, dead: Rec[]): Record<SearchFieldName, Array
   const someLive = live.length ? lineage.rows[live[(live.length * 5) >>> 3]] : {};
   const lastDead = dead.slice(-3);
   const n = NOVEL.map(cap);
-  const address = (r: Rec): string => [r.StreetNumber, r.StreetName, r.StreetSuffix, r.City].filter((v) => v !== undefined).map(String).join(' ');
+  const address = (r: Rec): string =>
+    [r.StreetNumber, r.StreetName, r.StreetSuffix, r.City]
+      .filter((v) => v !== undefined)
+      .map(String)
+      .join(' ');
   return {
     KeywordSearchText: [
-      ['pool'], ['pool granite'], ['granite pool spa', 2], [NOVEL[0]], [`${NOVEL[1]} garden`], [`${NOVEL[2]} ${NOVEL[3]} pool`, 1],
-      [NOVEL[4]], ...lastDead.map((r): [string] => [String(r.ListingId)]),
+      ['pool'],
+      ['pool granite'],
+      ['granite pool spa', 2],
+      [NOVEL[0]],
+      [`${NOVEL[1]} garden`],
+      [`${NOVEL[2]} ${NOVEL[3]} pool`, 1],
+      [NOVEL[4]],
+      ...lastDead.map((r): [string] => [String(r.ListingId)]),
     ],
     RawAddressSearchText: [
-      [`${n[0]} Parkway`], [`102 E ${n[2]} Avenue`], [`North ${n[1]} St`, 2], ['bramb'], ['101 quil'], ['plumbrok'], ['zephyrnie parkway'],
-      ['xylandr'], [`corvantis ave`, 1], ['sw 7th ave'], [address(someLive)], [address(someLive), 100],
+      [`${n[0]} Parkway`],
+      [`102 E ${n[2]} Avenue`],
+      [`North ${n[1]} St`, 2],
+      ['bramb'],
+      ['101 quil'],
+      ['plumbrok'],
+      ['zephyrnie parkway'],
+      ['xylandr'],
+      [`corvantis ave`, 1],
+      ['sw 7th ave'],
+      [address(someLive)],
+      [address(someLive), 100],
       ...lastDead.map((r): [string, number] => [address(r), 2]),
     ],
-    ListAgentSearchText: [[`${n[0]} Okafor`], ['okafor'], [String(someLive.ListAgentFullName ?? 'smith')], ...lastDead.map((r): [string] => [String(r.ListAgentFullName ?? 'jones')])],
+    ListAgentSearchText: [
+      [`${n[0]} Okafor`],
+      ['okafor'],
+      [String(someLive.ListAgentFullName ?? 'smith')],
+      ...lastDead.map((r): [string] => [String(r.ListAgentFullName ?? 'jones')]),
+    ],
     BuyerAgentSearchText: [[`${n[2]} vance`], ['vance'], [`${n[3]} vance smith`, 2]],
     ListOfficeSearchText: [['realty'], [`${n[1]} realty`], [`${n[4]} realty group`, 1]],
     BuyerOfficeSearchText: [['homes'], [`${n[2]} homes`], [`${n[5]} homes`]],
@@ -297,7 +344,9 @@ describe('SearchView on a larger base (impact-ordered walk under changes)', () =
 
   it('ranked top-k stays exact as listings are removed and long and short versions appended', () => {
     const field = 'KeywordSearchText';
-    expect(indexes[field].offsets[indexes[field].termIds.get('granite')! + 1] - indexes[field].offsets[indexes[field].termIds.get('granite')!]).toBeGreaterThanOrEqual(IMPACT_MIN_POSTINGS);
+    expect(
+      indexes[field].offsets[indexes[field].termIds.get('granite')! + 1] - indexes[field].offsets[indexes[field].termIds.get('granite')!],
+    ).toBeGreaterThanOrEqual(IMPACT_MIN_POSTINGS);
     const lineage = new Lineage(base, indexes);
     const rng = fc.sample(fc.array(fc.nat(), { minLength: 400, maxLength: 400 }), { seed: 7, numRuns: 1 })[0];
     let at = 0;
@@ -305,7 +354,10 @@ describe('SearchView on a larger base (impact-ordered walk under changes)', () =
     const checkAll = (): void => {
       const view = lineage.views[field];
       const live = lineage.liveRows();
-      const oracle = new NaiveSearch(live.map((row) => lineage.rows[row]), field);
+      const oracle = new NaiveSearch(
+        live.map((row) => lineage.rows[row]),
+        field,
+      );
       for (const text of queries) {
         const prepared = prepareSearch(view, text);
         const all = evaluateSearch(view, prepared);
@@ -370,7 +422,11 @@ describe('the early-stop bound when the average length rose', () => {
     const longRows = [2100, 2101, 2102, 2103, 2104];
     for (const k of [1, 5, 6]) {
       const all = evaluateSearch(g1, prepareSearch(g1, 'zeta'));
-      const want = sortedTopK(all, k, Uint32Array.from({ length: rows.length }, (_, i) => i));
+      const want = sortedTopK(
+        all,
+        k,
+        Uint32Array.from({ length: rows.length }, (_, i) => i),
+      );
       const got = rankSearch(g1, prepareSearch(g1, 'zeta'), k);
       expect([...got.rows]).toEqual(want.map(([row]) => row));
       expect([...got.scores]).toEqual(want.map(([, s]) => s));
@@ -469,7 +525,9 @@ describe('searchTokenSources', () => {
     const records = [...generateListings({ listings: 240, seed: 'token-sources' })].map((l) => l.property);
     records[0] = { ...records[0], ListAgentFullName: '', ListAgentFirstName: 'Zoë', ListAgentLastName: "O'Brien" };
     const base = loadRecords({ Property: records.slice(0, 200) }).Property;
-    const later = records.slice(200).map((r, i) => (i % 2 ? r : { ...r, PublicRemarks: `${String(r.PublicRemarks)} Brand-new roof`, ListAgentFullName: undefined }));
+    const later = records
+      .slice(200)
+      .map((r, i) => (i % 2 ? r : { ...r, PublicRemarks: `${String(r.PublicRemarks)} Brand-new roof`, ListAgentFullName: undefined }));
     const table = new TableAppender(base).append(loadBatch('Property', later, { now: base.clock }));
     const all = [...records.slice(0, 200), ...later];
     expect(table.rowCount).toBe(all.length);

@@ -48,7 +48,9 @@ export class NaiveSearch {
   constructor(records: Rec[], field: SearchFieldName) {
     this.address = field === 'RawAddressSearchText';
     this.docs = records.map((r) =>
-      fieldText(r, field).flatMap((t) => tokenize(t)).map((t) => (this.address ? normalizeAddressToken(t) : t)),
+      fieldText(r, field)
+        .flatMap((t) => tokenize(t))
+        .map((t) => (this.address ? normalizeAddressToken(t) : t)),
     );
     this.N = records.length;
     this.avg = this.docs.reduce((s, d) => s + d.length, 0) / this.N;

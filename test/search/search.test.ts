@@ -42,11 +42,25 @@ describe('tokenizer', () => {
 
 describe('USPS normalization', () => {
   it.each([
-    ['st', 'street'], ['str', 'street'], ['strt', 'street'], ['street', 'street'],
-    ['ave', 'avenue'], ['av', 'avenue'], ['avn', 'avenue'], ['blvd', 'boulevard'], ['boul', 'boulevard'],
-    ['n', 'north'], ['north', 'north'], ['ne', 'northeast'], ['sw', 'southwest'],
+    ['st', 'street'],
+    ['str', 'street'],
+    ['strt', 'street'],
+    ['street', 'street'],
+    ['ave', 'avenue'],
+    ['av', 'avenue'],
+    ['avn', 'avenue'],
+    ['blvd', 'boulevard'],
+    ['boul', 'boulevard'],
+    ['n', 'north'],
+    ['north', 'north'],
+    ['ne', 'northeast'],
+    ['sw', 'southwest'],
     // forms listed in two groups: the group whose primary name it is, else the first
-    ['park', 'park'], ['parks', 'parks'], ['pkwy', 'parkway'], ['mdw', 'meadow'], ['spur', 'spur'],
+    ['park', 'park'],
+    ['parks', 'parks'],
+    ['pkwy', 'parkway'],
+    ['mdw', 'meadow'],
+    ['spur', 'spur'],
     ['main', 'main'],
   ])('%s -> %s', (form, normal) => {
     expect(normalizeAddressToken(form)).toBe(normal);
@@ -110,11 +124,13 @@ describe('BM25 equals a textbook implementation on generated data', () => {
   it('random address and keyword queries built from the data', () => {
     for (let i = 0; i < 40; i++) {
       const r = sample(i + 10);
-      const words = [r.StreetNumber, r.StreetDirPrefix, r.StreetName, r.StreetSuffix, r.City, r.PostalCode, 'zzqx']
-        .filter((w) => w !== undefined).map(String);
+      const words = [r.StreetNumber, r.StreetDirPrefix, r.StreetName, r.StreetSuffix, r.City, r.PostalCode, 'zzqx'].filter((w) => w !== undefined).map(String);
       const text = words.filter((_, k) => (i >> k) & 1 || k === 2).join(' ');
       expectSameAsOracle(run(indexes, 'RawAddressSearchText', text), naive.RawAddressSearchText.search(text), text);
-      const kw = tokenize(r.PublicRemarks as string).filter((_, k) => k % (3 + (i % 5)) === 1).slice(0, 1 + (i % 4)).join(' ');
+      const kw = tokenize(r.PublicRemarks as string)
+        .filter((_, k) => k % (3 + (i % 5)) === 1)
+        .slice(0, 1 + (i % 4))
+        .join(' ');
       expectSameAsOracle(run(indexes, 'KeywordSearchText', kw), naive.KeywordSearchText.search(kw), kw);
     }
   });
@@ -123,11 +139,21 @@ describe('BM25 equals a textbook implementation on generated data', () => {
 describe('thresholds and min_matches', () => {
   // Row k holds the words w1..wk, so a query of n words matches row k on min(k, n) terms.
   const words = Array.from({ length: 10 }, (_, i) => `w${i + 1}`);
-  const records: Rec[] = words.map((_, k) => ({ ListingKey: `K${k + 1}`, UnparsedAddress: words.slice(0, k + 1).join(' '), PublicRemarks: words.slice(0, k + 1).join(' ') }));
+  const records: Rec[] = words.map((_, k) => ({
+    ListingKey: `K${k + 1}`,
+    UnparsedAddress: words.slice(0, k + 1).join(' '),
+    PublicRemarks: words.slice(0, k + 1).join(' '),
+  }));
   const indexes = indexRecords(records);
   const firstMatchingRow = (m: SearchMatch): number => m.rows[0] + 1; // words needed = row + 1
 
-  it.each([[1, 1], [2, 1], [3, 2], [5, 2], [10, 4]])('RawAddressSearchText with %i terms needs %i (40%%, rounded up)', (n, need) => {
+  it.each([
+    [1, 1],
+    [2, 1],
+    [3, 2],
+    [5, 2],
+    [10, 4],
+  ])('RawAddressSearchText with %i terms needs %i (40%%, rounded up)', (n, need) => {
     const text = words.slice(0, n).join(' ');
     const m = run(indexes, 'RawAddressSearchText', text);
     expect(firstMatchingRow(m)).toBe(need);
@@ -181,11 +207,59 @@ describe('thresholds and min_matches', () => {
 
 describe('address search', () => {
   const records: Rec[] = [
-    { ListingKey: 'A', UnparsedAddress: '1200 N Maple Street Unit 4B', StreetNumber: '1200', StreetDirPrefix: 'N', StreetName: 'Maple', StreetSuffix: 'Street', UnitNumber: '4B', City: 'Seattle', StateOrProvince: 'WA', PostalCode: '98103' },
-    { ListingKey: 'B', UnparsedAddress: '45 Sunset Blvd', StreetNumber: '45', StreetName: 'Sunset', StreetSuffix: 'Blvd', City: 'Los Angeles', StateOrProvince: 'CA', PostalCode: '90026' },
-    { ListingKey: 'C', UnparsedAddress: '77 Harbor Avenue', StreetNumber: '77', StreetName: 'Harbor', StreetSuffix: 'Avenue', City: 'Tampa', StateOrProvince: 'FL', PostalCode: '33602' },
-    { ListingKey: 'D', UnparsedAddress: '9 Maplewood Ct', StreetNumber: '9', StreetName: 'Maplewood', StreetSuffix: 'Ct', City: 'Seattle', StateOrProvince: 'WA', PostalCode: '98115' },
-    { ListingKey: 'E', UnparsedAddress: '300 S Main St', StreetNumber: '300', StreetDirPrefix: 'S', StreetName: 'Main', StreetSuffix: 'St', City: 'Phoenix', StateOrProvince: 'AZ', PostalCode: '85004' },
+    {
+      ListingKey: 'A',
+      UnparsedAddress: '1200 N Maple Street Unit 4B',
+      StreetNumber: '1200',
+      StreetDirPrefix: 'N',
+      StreetName: 'Maple',
+      StreetSuffix: 'Street',
+      UnitNumber: '4B',
+      City: 'Seattle',
+      StateOrProvince: 'WA',
+      PostalCode: '98103',
+    },
+    {
+      ListingKey: 'B',
+      UnparsedAddress: '45 Sunset Blvd',
+      StreetNumber: '45',
+      StreetName: 'Sunset',
+      StreetSuffix: 'Blvd',
+      City: 'Los Angeles',
+      StateOrProvince: 'CA',
+      PostalCode: '90026',
+    },
+    {
+      ListingKey: 'C',
+      UnparsedAddress: '77 Harbor Avenue',
+      StreetNumber: '77',
+      StreetName: 'Harbor',
+      StreetSuffix: 'Avenue',
+      City: 'Tampa',
+      StateOrProvince: 'FL',
+      PostalCode: '33602',
+    },
+    {
+      ListingKey: 'D',
+      UnparsedAddress: '9 Maplewood Ct',
+      StreetNumber: '9',
+      StreetName: 'Maplewood',
+      StreetSuffix: 'Ct',
+      City: 'Seattle',
+      StateOrProvince: 'WA',
+      PostalCode: '98115',
+    },
+    {
+      ListingKey: 'E',
+      UnparsedAddress: '300 S Main St',
+      StreetNumber: '300',
+      StreetDirPrefix: 'S',
+      StreetName: 'Main',
+      StreetSuffix: 'St',
+      City: 'Phoenix',
+      StateOrProvince: 'AZ',
+      PostalCode: '85004',
+    },
   ];
   const indexes = indexRecords(records);
   const find = (text: string, min?: number): string[] => keysOf(records, run(indexes, 'RawAddressSearchText', text, min));
@@ -281,7 +355,8 @@ describe('ranked top-k (impact-ordered, early stop)', () => {
 
   function reference(field: SearchFieldName, text: string, k: number, accept?: (row: number) => boolean): Array<[number, number]> {
     const all = run(indexes, field, text);
-    return [...all.rows].map((row, i) => [row, all.scores[i]] as [number, number])
+    return [...all.rows]
+      .map((row, i) => [row, all.scores[i]] as [number, number])
       .filter(([row]) => !accept || accept(row))
       .sort((a, b) => b[1] - a[1] || tieRank[a[0]] - tieRank[b[0]])
       .slice(0, k);
@@ -312,8 +387,16 @@ describe('ranked top-k (impact-ordered, early stop)', () => {
     for (let i = 0; i < 200; i++) {
       const a = pick();
       const b = pick();
-      const words = [a.StreetNumber, a.StreetName, rng.pick(['St', 'Street', 'Ave', 'Way', 'Blvd']), b.City, rng.chance(0.5) ? a.PostalCode : 'zzqx', rng.chance(0.3) ? String(a.StreetName).slice(0, 3) : undefined]
-        .filter((w) => w !== undefined).map(String);
+      const words = [
+        a.StreetNumber,
+        a.StreetName,
+        rng.pick(['St', 'Street', 'Ave', 'Way', 'Blvd']),
+        b.City,
+        rng.chance(0.5) ? a.PostalCode : 'zzqx',
+        rng.chance(0.3) ? String(a.StreetName).slice(0, 3) : undefined,
+      ]
+        .filter((w) => w !== undefined)
+        .map(String);
       const text = words.join(' ');
       const k = rng.pick([1, 5, 10, 25]);
       const min = rng.chance(0.3) ? rng.int(1, 3) : undefined;
@@ -323,8 +406,10 @@ describe('ranked top-k (impact-ordered, early stop)', () => {
       const got = rankSearch(indexes[field], prepared, k, { tieRank });
       if (rankByMaxScore(indexes[field], prepared, k, undefined, tieRank)) split++;
       const all = evaluateSearch(indexes[field], prepared);
-      const want = [...all.rows].map((row, j) => [row, all.scores[j]] as [number, number])
-        .sort((x, y) => y[1] - x[1] || tieRank[x[0]] - tieRank[y[0]]).slice(0, k);
+      const want = [...all.rows]
+        .map((row, j) => [row, all.scores[j]] as [number, number])
+        .sort((x, y) => y[1] - x[1] || tieRank[x[0]] - tieRank[y[0]])
+        .slice(0, k);
       expect([...got.rows], `${field} '${q}' k=${k}`).toEqual(want.map(([row]) => row));
       expect([...got.scores], `${field} '${q}'`).toEqual(want.map(([, sc]) => sc));
     }

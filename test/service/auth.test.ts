@@ -23,7 +23,9 @@ describe('POST /v1/token', () => {
 
   it('takes a charset parameter on the content type and a configurable lifetime', async () => {
     const { handler } = await makeHandler({ tokenLifetimeSeconds: 90 });
-    const res = await handler(tokenRequest({ username: 'demo', password: 'demo-password' }, { 'content-type': 'Application/X-WWW-Form-Urlencoded; charset=UTF-8' }));
+    const res = await handler(
+      tokenRequest({ username: 'demo', password: 'demo-password' }, { 'content-type': 'Application/X-WWW-Form-Urlencoded; charset=UTF-8' }),
+    );
     expect(res.status).toBe(200);
     expect(((await res.json()) as { expires_in: number }).expires_in).toBe(90);
   });
@@ -34,9 +36,23 @@ describe('POST /v1/token', () => {
       [tokenRequest({ username: 'demo' }), 'InvalidRequest'],
       [tokenRequest({ password: 'demo-password' }), 'InvalidRequest'],
       [tokenRequest({ username: '', password: 'demo-password' }), 'InvalidRequest'],
-      [new Request(`${BASE}/v1/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=demo&username=partner&password=x' }), 'InvalidRequest'],
+      [
+        new Request(`${BASE}/v1/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'username=demo&username=partner&password=x',
+        }),
+        'InvalidRequest',
+      ],
       [tokenRequest({ username: 'demo', password: 'demo-password' }, { 'content-type': 'application/json' }), 'InvalidContentType'],
-      [new Request(`${BASE}/v1/token`, { method: 'POST', body: JSON.stringify({ username: 'demo', password: 'demo-password' }), headers: { 'content-type': 'application/json' } }), 'InvalidContentType'],
+      [
+        new Request(`${BASE}/v1/token`, {
+          method: 'POST',
+          body: JSON.stringify({ username: 'demo', password: 'demo-password' }),
+          headers: { 'content-type': 'application/json' },
+        }),
+        'InvalidContentType',
+      ],
       [new Request(`${BASE}/v1/token`, { method: 'POST' }), 'InvalidContentType'],
       [tokenRequest({ username: 'demo', password: 'wrong' }), 'InvalidCredentials'],
       [tokenRequest({ username: 'nobody', password: 'demo-password' }), 'InvalidCredentials'],
@@ -48,8 +64,16 @@ describe('POST /v1/token', () => {
       expectErrorShape({ status: res.status, headers: res.headers, text, json: JSON.parse(text) }, 400, code);
     }
     // the same message for an unknown user and a wrong password
-    const a = await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=demo&password=no' });
-    const b = await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=ghost&password=no' });
+    const a = await call(handler, '/v1/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'username=demo&password=no',
+    });
+    const b = await call(handler, '/v1/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'username=ghost&password=no',
+    });
     expect(a.text).toBe(b.text);
   });
 
@@ -70,22 +94,49 @@ describe('POST /v1/token', () => {
     // no Content-Length on an in-process Request: the reader stops at the limit
     const streamed = await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: big });
     expectErrorShape(streamed, 413, 'PayloadTooLarge');
-    const declared = await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(big.length) }, body: big });
+    const declared = await call(handler, '/v1/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(big.length) },
+      body: big,
+    });
     expectErrorShape(declared, 413, 'PayloadTooLarge');
     // at the limit is fine
     const fits = `username=demo&password=demo-password&pad=${'x'.repeat(16_384 - 41)}`;
     expect(fits.length).toBe(16_384);
-    expect((await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fits })).status).toBe(200);
+    expect((await call(handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: fits })).status).toBe(
+      200,
+    );
     // a smaller configured limit
     const small = (await makeHandler({ limits: { maxBodyBytes: 10 } })).handler;
-    expectErrorShape(await call(small, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=demo&password=demo-password' }), 413, 'PayloadTooLarge');
+    expectErrorShape(
+      await call(small, '/v1/token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'username=demo&password=demo-password',
+      }),
+      413,
+      'PayloadTooLarge',
+    );
   });
 });
 
 describe('bearer authentication', () => {
   it('needs a token on every /v1 path but /v1/token, and says 401 before any 404', async () => {
     const { handler } = await makeHandler();
-    const paths = ['/v1/account/resources', '/v1/listings/mls_profiles', '/v1/listings/data/', '/v1/listings/data/$metadata', '/v1/listings/data/Property', "/v1/listings/data/Property('P000000001')", '/v1/listings/data/Media', '/v1/listings/data/OpenHouse', '/v1/nothing-here', '/v1/listings/data/Nope', '/v1', '/v1/token/extra'];
+    const paths = [
+      '/v1/account/resources',
+      '/v1/listings/mls_profiles',
+      '/v1/listings/data/',
+      '/v1/listings/data/$metadata',
+      '/v1/listings/data/Property',
+      "/v1/listings/data/Property('P000000001')",
+      '/v1/listings/data/Media',
+      '/v1/listings/data/OpenHouse',
+      '/v1/nothing-here',
+      '/v1/listings/data/Nope',
+      '/v1',
+      '/v1/token/extra',
+    ];
     for (const path of paths) {
       const c = await call(handler, path);
       expectErrorShape(c, 401, 'MissingToken');
@@ -108,7 +159,14 @@ describe('bearer authentication', () => {
     expect((await call(handler, '/v1/account/resources', { token })).status).toBe(200);
     const forged = (token[0] === 'A' ? 'B' : 'A') + token.slice(1);
     const unknown = Buffer.alloc(32, 7).toString('base64url');
-    for (const header of [`Bearer ${forged}`, `Bearer ${unknown}`, `Basic ${Buffer.from('demo:demo-password').toString('base64')}`, 'Bearer', `Bearer ${token} extra`, token]) {
+    for (const header of [
+      `Bearer ${forged}`,
+      `Bearer ${unknown}`,
+      `Basic ${Buffer.from('demo:demo-password').toString('base64')}`,
+      'Bearer',
+      `Bearer ${token} extra`,
+      token,
+    ]) {
       const c = await call(handler, '/v1/account/resources', { headers: { authorization: header } });
       expectErrorShape(c, 401, 'InvalidToken');
       expect(c.headers.get('www-authenticate')).toBe('Bearer realm="reso-engine", error="invalid_token"');

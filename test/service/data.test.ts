@@ -11,7 +11,10 @@ const pin = (e: { pageToken: string }): string => e.pageToken;
 
 type Rec = Record<string, unknown>;
 const DATA = `${BASE}/v1/listings/data`;
-const listings = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+const listings = readFileSync(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Rec);
 const osnOf = new Map(listings.map((r) => [r.ListingKey as string, r.OriginatingSystemName as string]));
 const visibleTo = (sources: string[]): Rec[] => listings.filter((r) => sources.includes(r.OriginatingSystemName as string));
 /** A listing only demo sees, one only partner sees, one both see. */
@@ -34,7 +37,7 @@ beforeAll(async () => {
 const get = (p: string, token = demo, headers: Record<string, string> = {}) => call(handler, p, { token, headers });
 
 describe('account endpoints', () => {
-  it('GET /v1/account/resources lists the account\'s sources with their full names', async () => {
+  it("GET /v1/account/resources lists the account's sources with their full names", async () => {
     const c = await get('/v1/account/resources');
     expect(c.status).toBe(200);
     expect(c.headers.get('odata-version')).toBe('4.01');
@@ -52,16 +55,27 @@ describe('account endpoints', () => {
     expect((p.json.resources.listings as Rec[]).map((l) => l.originating_system_name)).toEqual(PARTNER_SOURCES);
   });
 
-  it('GET /v1/listings/mls_profiles gives the account\'s profiles with current_year and the frequency in hours', async () => {
+  it("GET /v1/listings/mls_profiles gives the account's profiles with current_year and the frequency in hours", async () => {
     const c = await get('/v1/listings/mls_profiles');
     expect(c.status).toBe(200);
     expect(Object.keys(c.json.profiles)).toEqual(DEMO_SOURCES);
     const crmls = c.json.profiles.CRMLS;
-    expect(Object.keys(crmls)).toEqual(['originating_system_name', 'originating_system_full_name', 'disclaimer', 'mls_logo', 'current_year', 'required_update_frequency', 'required_update_frequency_hours']);
+    expect(Object.keys(crmls)).toEqual([
+      'originating_system_name',
+      'originating_system_full_name',
+      'disclaimer',
+      'mls_logo',
+      'current_year',
+      'required_update_frequency',
+      'required_update_frequency_hours',
+    ]);
     expect(crmls.disclaimer).toContain('{{current_year}}');
     expect(crmls.current_year).toBe('2025');
     expect(crmls.mls_logo).toBe('https://media.example.com/logos/crmls.png');
-    const freq = (j: { profiles: Record<string, { required_update_frequency: string; required_update_frequency_hours: string }> }, code: string): [string, string] => [j.profiles[code].required_update_frequency, j.profiles[code].required_update_frequency_hours];
+    const freq = (
+      j: { profiles: Record<string, { required_update_frequency: string; required_update_frequency_hours: string }> },
+      code: string,
+    ): [string, string] => [j.profiles[code].required_update_frequency, j.profiles[code].required_update_frequency_hours];
     expect(freq(c.json, 'CRMLS')).toEqual(['12 hours', '12']);
     expect(freq(c.json, 'NWMLS')).toEqual(['1 day', '24']);
     expect(freq(c.json, 'ARMLS')).toEqual(['15 minutes', '0.25']);
@@ -75,14 +89,31 @@ describe('account endpoints', () => {
 
   it('normalizes frequencies, matches codes case-sensitively and takes the year from the engine clock', async () => {
     const later = await Engine.open({ now: () => new Date('2031-12-31T23:59:59Z') });
-    const profile = (code: string, f: string) => ({ originating_system_name: code, originating_system_full_name: `${code} MLS`, disclaimer: '© {{current_year}}', mls_logo: 'https://x/l.png', required_update_frequency: f });
-    const profiles = { A: profile('A', '1 weeks'), B: profile('B', '2 Days'), C: profile('C', '10 minutes'), D: profile('D', '90 min'), E: profile('E', '1 minute'), a: profile('a', '3 hours') };
+    const profile = (code: string, f: string) => ({
+      originating_system_name: code,
+      originating_system_full_name: `${code} MLS`,
+      disclaimer: '© {{current_year}}',
+      mls_logo: 'https://x/l.png',
+      required_update_frequency: f,
+    });
+    const profiles = {
+      A: profile('A', '1 weeks'),
+      B: profile('B', '2 Days'),
+      C: profile('C', '10 minutes'),
+      D: profile('D', '90 min'),
+      E: profile('E', '1 minute'),
+      a: profile('a', '3 hours'),
+    };
     const accounts = { accounts: [{ ...quickAccounts().accounts[0], sources: ['E', 'A', 'B', 'C', 'D', 'X', 'a'] }] };
     const h = createHandler({ engine: later, accounts, profiles });
     const t = await login(h);
     const c = await call(h, '/v1/listings/mls_profiles', { token: t });
     expect(Object.keys(c.json.profiles)).toEqual(['E', 'A', 'B', 'C', 'D', 'a']);
-    const view = (code: string) => [c.json.profiles[code].required_update_frequency, c.json.profiles[code].required_update_frequency_hours, c.json.profiles[code].current_year];
+    const view = (code: string) => [
+      c.json.profiles[code].required_update_frequency,
+      c.json.profiles[code].required_update_frequency_hours,
+      c.json.profiles[code].current_year,
+    ];
     expect(view('A')).toEqual(['1 week', '168', '2031']);
     expect(view('B')).toEqual(['2 days', '48', '2031']);
     expect(view('C')).toEqual(['10 minutes', '0.166667', '2031']);
@@ -161,7 +192,7 @@ describe('collections', () => {
     expect(counted.json.value).toHaveLength(2);
   });
 
-  it('apply the account\'s sources to value, @odata.count, Media and $apply; no query widens them', async () => {
+  it("apply the account's sources to value, @odata.count, Media and $apply; no query widens them", async () => {
     const count = async (p: string, token: string) => (await get(`${p}${p.includes('?') ? '&' : '?'}$count=true&$top=0`, token)).json['@odata.count'] as number;
     const demoCount = await count('/v1/listings/data/Property', demo);
     const partnerCount = await count('/v1/listings/data/Property', partner);
@@ -268,11 +299,16 @@ describe('paging', () => {
   }
 
   it('$top=T gives T rows and no nextLink; Prefer cuts it into pages whose links give exactly T rows', async () => {
-    const whole = await get(`/v1/listings/data/Property?${q({ $filter: 'ListPrice gt 300000', $orderby: 'ListPrice desc', $top: 200, $select: 'ListingKey,ListPrice' })}`);
+    const whole = await get(
+      `/v1/listings/data/Property?${q({ $filter: 'ListPrice gt 300000', $orderby: 'ListPrice desc', $top: 200, $select: 'ListingKey,ListPrice' })}`,
+    );
     expect(whole.json.value).toHaveLength(200);
     expect(whole.json['@odata.nextLink']).toBeUndefined();
     expect(whole.headers.get('preference-applied')).toBeNull();
-    const pages = await follow(`${DATA}/Property?${q({ $filter: 'ListPrice gt 300000', $orderby: 'ListPrice desc', $top: 200, $select: 'ListingKey,ListPrice' })}`, { prefer: 'odata.maxpagesize=30' });
+    const pages = await follow(
+      `${DATA}/Property?${q({ $filter: 'ListPrice gt 300000', $orderby: 'ListPrice desc', $top: 200, $select: 'ListingKey,ListPrice' })}`,
+      { prefer: 'odata.maxpagesize=30' },
+    );
     expect(pages.map((p) => p.length)).toEqual([30, 30, 30, 30, 30, 30, 20]);
     expect(pages.flat()).toEqual(whole.json.value);
     // a page size at or above T changes nothing
@@ -283,7 +319,10 @@ describe('paging', () => {
 
   it('without $top, following the links visits every match exactly once', async () => {
     const filter = "City eq 'Seattle' or City eq 'Tampa'";
-    const expected = visibleTo(DEMO_SOURCES).filter((r) => r.City === 'Seattle' || r.City === 'Tampa').map((r) => r.ListingKey as string).sort();
+    const expected = visibleTo(DEMO_SOURCES)
+      .filter((r) => r.City === 'Seattle' || r.City === 'Tampa')
+      .map((r) => r.ListingKey as string)
+      .sort();
     expect(expected.length).toBeGreaterThan(20);
     const pages = await follow(`${DATA}/Property?${q({ $filter: filter, $select: 'ListingKey' })}`);
     expect(pages.slice(0, -1).every((p) => p.length === 10)).toBe(true);
@@ -320,7 +359,9 @@ describe('paging', () => {
     const t = await login(h);
     const c = await call(h, '/v1/listings/data/Property?$top=15&$select=ListingKey', { token: t, headers: { prefer: 'odata.maxpagesize=10' } });
     expect(c.json['@odata.context']).toBe('https://api.example.com/reso/v1/listings/data/$metadata#Property');
-    expect(c.json['@odata.nextLink']).toBe(`https://api.example.com/reso/v1/listings/data/Property?$select=ListingKey&$top=5&$skip=10&$skiptoken=${pin(engine)}`);
+    expect(c.json['@odata.nextLink']).toBe(
+      `https://api.example.com/reso/v1/listings/data/Property?$select=ListingKey&$top=5&$skip=10&$skiptoken=${pin(engine)}`,
+    );
     expect((await call(h, '/v1/listings/data/', { token: t })).json['@odata.context']).toBe('https://api.example.com/reso/v1/listings/data/$metadata');
     expect(() => createHandler({ engine, publicBaseUrl: 'api.example.com' })).toThrow(/absolute/);
   });
@@ -334,7 +375,11 @@ describe("Property('KEY')", () => {
     expect(c.json['@odata.context']).toBe(`${DATA}/$metadata#Property/$entity`);
     const { ['@odata.context']: _, ...record } = c.json;
     expect(record).toEqual(engine.query('Property', `$filter=ListingKey eq '${shared}'`).value[0]);
-    const opts = { $select: 'ListPrice,City,YearBuilt', $expand: 'Media($select=MediaKey,Order;$top=2),OpenHouse,PreferredMedia($select=MediaKey)', $ignorenulls: 'true' };
+    const opts = {
+      $select: 'ListPrice,City,YearBuilt',
+      $expand: 'Media($select=MediaKey,Order;$top=2),OpenHouse,PreferredMedia($select=MediaKey)',
+      $ignorenulls: 'true',
+    };
     const one = await get(`/v1/listings/data/Property('${shared}')?${q(opts)}`);
     const viaCollection = await get(`/v1/listings/data/Property?${q({ $filter: `ListingKey eq '${shared}'`, ...opts })}`);
     const { ['@odata.context']: __, ...rest } = one.json;
@@ -420,12 +465,24 @@ describe('limits and defects', () => {
 describe('large pages stream', () => {
   it('writes a 50,000-row Property page and a 25,000-row Media page in bounded chunks, identical to one string', async () => {
     // small synthetic records: the point is the page size, not the data
-    const Property = Array.from({ length: 50_000 }, (_, i) => ({ ListingKey: `L${String(i).padStart(6, '0')}`, OriginatingSystemName: i % 2 ? 'HAR' : 'MRED', ListPrice: 100_000 + i }));
-    const Media = Array.from({ length: 25_000 }, (_, i) => ({ MediaKey: `M${String(i).padStart(6, '0')}`, ResourceName: 'Property', ResourceRecordKey: Property[i * 2].ListingKey, Order: 1 }));
+    const Property = Array.from({ length: 50_000 }, (_, i) => ({
+      ListingKey: `L${String(i).padStart(6, '0')}`,
+      OriginatingSystemName: i % 2 ? 'HAR' : 'MRED',
+      ListPrice: 100_000 + i,
+    }));
+    const Media = Array.from({ length: 25_000 }, (_, i) => ({
+      MediaKey: `M${String(i).padStart(6, '0')}`,
+      ResourceName: 'Property',
+      ResourceRecordKey: Property[i * 2].ListingKey,
+      Order: 1,
+    }));
     const big = await Engine.open({ data: { Property, Media }, now: () => new Date(NOW) });
     const h = createHandler({ engine: big, accounts: quickAccounts() });
     const t = await login(h, 'partner');
-    for (const [resource, rows] of [['Property', 50_000], ['Media', 25_000]] as const) {
+    for (const [resource, rows] of [
+      ['Property', 50_000],
+      ['Media', 25_000],
+    ] as const) {
       const res = await h(new Request(`${DATA}/${resource}?$top=${rows}`, { headers: { authorization: `Bearer ${t}` } }));
       expect(res.status).toBe(200);
       expect(res.headers.get('content-length')).toBeNull();

@@ -48,7 +48,10 @@ export async function makeHandler(options: Partial<HandlerOptions> = {}): Promis
   return { handler, clock };
 }
 
-export function tokenRequest(fields: Record<string, string>, headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }): Request {
+export function tokenRequest(
+  fields: Record<string, string>,
+  headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' },
+): Request {
   return new Request(`${BASE}/v1/token`, { method: 'POST', headers, body: new URLSearchParams(fields).toString() });
 }
 
@@ -66,7 +69,11 @@ export interface Call {
 }
 
 /** GET (or another method) of a path under BASE, with a bearer token when given. */
-export async function call(handler: Handler, path: string, options: { token?: string; method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Call> {
+export async function call(
+  handler: Handler,
+  path: string,
+  options: { token?: string; method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Call> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   const res = await handler(new Request(path.startsWith('http') ? path : `${BASE}${path}`, { method: options.method ?? 'GET', headers, body: options.body }));

@@ -76,12 +76,19 @@ describe('$metadata content', () => {
       expect(declared).toEqual(schema.fields.map((f) => `${f.name}:${f.collection ? `Collection(${f.type})` : f.type}`));
       for (const f of schema.fields) {
         if (f.key) expect(block).toContain(`<Property Name="${f.name}" Type="Edm.String" Nullable="false"/>`);
-        if (f.lookup) expect(block).toMatch(new RegExp(`<Property Name="${f.name}" [^>]*><Annotation Term="RESO.OData.Metadata.LookupName" String="${f.lookup.split('.').pop()}"/></Property>`));
+        if (f.lookup)
+          expect(block).toMatch(
+            new RegExp(`<Property Name="${f.name}" [^>]*><Annotation Term="RESO.OData.Metadata.LookupName" String="${f.lookup.split('.').pop()}"/></Property>`),
+          );
       }
     }
     const property = entityType(xml, 'Property');
-    expect(property).toContain('<Property Name="StandardStatus" Type="Edm.String"><Annotation Term="RESO.OData.Metadata.LookupName" String="StandardStatus"/></Property>');
-    expect(property).toContain('<Property Name="Appliances" Type="Collection(Edm.String)"><Annotation Term="RESO.OData.Metadata.LookupName" String="Appliances"/></Property>');
+    expect(property).toContain(
+      '<Property Name="StandardStatus" Type="Edm.String"><Annotation Term="RESO.OData.Metadata.LookupName" String="StandardStatus"/></Property>',
+    );
+    expect(property).toContain(
+      '<Property Name="Appliances" Type="Collection(Edm.String)"><Annotation Term="RESO.OData.Metadata.LookupName" String="Appliances"/></Property>',
+    );
     expect(property).toContain('<Property Name="ListPrice" Type="Edm.Decimal" Scale="variable"/>');
     expect(property).toContain('<Property Name="BedroomsTotal" Type="Edm.Int64"/>');
     expect(property).toContain('<Property Name="ModificationTimestamp" Type="Edm.DateTimeOffset"/>');
@@ -109,7 +116,16 @@ describe('$metadata content', () => {
     const small = await Engine.open({
       data: {
         Property: [
-          { ListingKey: 'A1', OriginatingSystemName: 'HAR', ListPrice: 1, X_Flag: true, X_Score: 2.5, X_Seen: '2024-01-02T03:04:05Z', X_Tags: ['a'], 'bad name': 1 },
+          {
+            ListingKey: 'A1',
+            OriginatingSystemName: 'HAR',
+            ListPrice: 1,
+            X_Flag: true,
+            X_Score: 2.5,
+            X_Seen: '2024-01-02T03:04:05Z',
+            X_Tags: ['a'],
+            'bad name': 1,
+          },
           { ListingKey: 'A2', OriginatingSystemName: 'HAR', X_Score: 3 },
         ],
       },

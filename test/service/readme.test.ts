@@ -35,7 +35,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     const script = block!.replace('BASE=http://127.0.0.1:8080\n', `BASE=${server.url}\n`);
     // one response per line: each curl's body, then a newline
     const { code, out, err } = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn('bash', ['-c', `set -euo pipefail\ncurl() { command curl --max-time 30 "$@"; echo; }\n${script}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('bash', ['-c', `set -euo pipefail\ncurl() { command curl --max-time 30 "$@"; echo; }\n${script}`], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let o = '';
       let e = '';
       child.stdout.on('data', (b: Buffer) => (o += b.toString()));
@@ -44,7 +46,10 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     });
     expect(err).toBe('');
     expect(code).toBe(0);
-    const bodies = out.trim().split('\n').map((line) => JSON.parse(line));
+    const bodies = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(bodies).toHaveLength(8);
     for (const b of bodies) expect(b.error).toBeUndefined();
     const [resources, profiles, search, geo, expanded, grouped, one, paged] = bodies;
@@ -53,7 +58,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     expect(search['@odata.count']).toBeGreaterThan(5);
     expect(search.value).toHaveLength(5);
     for (const r of search.value) expect(r.ListPrice).toBeLessThanOrEqual(900_000);
-    expect(search.value.map((r: { ListPrice: number }) => r.ListPrice)).toEqual([...search.value.map((r: { ListPrice: number }) => r.ListPrice)].sort((a, b) => a - b));
+    expect(search.value.map((r: { ListPrice: number }) => r.ListPrice)).toEqual(
+      [...search.value.map((r: { ListPrice: number }) => r.ListPrice)].sort((a, b) => a - b),
+    );
     expect(geo.value).toHaveLength(3);
     for (const r of geo.value) expect(r.Location.type).toBe('Point');
     expect(expanded.value).toHaveLength(2);

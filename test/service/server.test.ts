@@ -50,7 +50,13 @@ describe('a listening server', () => {
   beforeAll(async () => {
     const handler = createHandler({ engine: await defaultEngine(), accounts: quickAccounts() });
     server = await serve(handler, { port: 0, host: '127.0.0.1' });
-    const t = await raw(server, 'POST', '/v1/token', { 'content-type': 'application/x-www-form-urlencoded' }, 'username=demo&password=demo-password&grant_type=password');
+    const t = await raw(
+      server,
+      'POST',
+      '/v1/token',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      'username=demo&password=demo-password&grant_type=password',
+    );
     expect(t.status).toBe(200);
     token = JSON.parse(t.body).access_token;
   });
@@ -88,7 +94,13 @@ describe('a listening server', () => {
     expect(text.startsWith('HTTP/1.1 400 Bad Request\r\n')).toBe(true);
     expect(text).toContain('OData-Version: 4.01');
     expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).error.code).toBe('InvalidHttp');
-    const big = await raw(server, 'POST', '/v1/token', { 'content-type': 'application/x-www-form-urlencoded' }, `username=demo&password=x&pad=${'p'.repeat(20_000)}`);
+    const big = await raw(
+      server,
+      'POST',
+      '/v1/token',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      `username=demo&password=x&pad=${'p'.repeat(20_000)}`,
+    );
     expect(big.status).toBe(413);
     expect(big.headers.connection).toBe('close');
     expect(JSON.parse(big.body).error.code).toBe('PayloadTooLarge');
@@ -110,7 +122,11 @@ describe('a listening server', () => {
     for (let url: string | undefined = first; url !== undefined; pages++) {
       const res = await fetch(url, { headers: auth });
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { '@odata.count': number; value: Array<{ ListingKey: string; OriginatingSystemName: string }>; '@odata.nextLink'?: string };
+      const body = (await res.json()) as {
+        '@odata.count': number;
+        value: Array<{ ListingKey: string; OriginatingSystemName: string }>;
+        '@odata.nextLink'?: string;
+      };
       total = body['@odata.count'];
       for (const r of body.value) {
         expect(DEMO_SOURCES).toContain(r.OriginatingSystemName);

@@ -35,8 +35,26 @@ describe('the status table', () => {
 
   it('writes the error object with only the members that are set, never a stack', () => {
     expect(errorObject(new QueryError('A', 'm'))).toEqual({ code: 'A', message: 'm' });
-    const full = errorObject(new QueryError('A', 'm', { option: '$filter', position: 0, details: [{ code: 'B', message: 'n', target: 't' }, { code: 'C', message: 'o' }] }));
-    expect(full).toEqual({ code: 'A', message: 'm', target: '$filter', position: 0, details: [{ code: 'B', message: 'n', target: 't' }, { code: 'C', message: 'o' }] });
+    const full = errorObject(
+      new QueryError('A', 'm', {
+        option: '$filter',
+        position: 0,
+        details: [
+          { code: 'B', message: 'n', target: 't' },
+          { code: 'C', message: 'o' },
+        ],
+      }),
+    );
+    expect(full).toEqual({
+      code: 'A',
+      message: 'm',
+      target: '$filter',
+      position: 0,
+      details: [
+        { code: 'B', message: 'n', target: 't' },
+        { code: 'C', message: 'o' },
+      ],
+    });
     expect(Object.keys(full)).toEqual(['code', 'message', 'target', 'position', 'details']);
     expect(JSON.stringify(errorObject(new QueryError('A', 'm')))).not.toContain('stack');
   });
@@ -72,7 +90,8 @@ describe('query-string decoding', () => {
     expect(maxPageSizeOf('maxpagesize=7')).toBe(7);
     expect(maxPageSizeOf('return=minimal, odata.maxpagesize = "20"')).toBe(20);
     expect(maxPageSizeOf('ODATA.MAXPAGESIZE=3')).toBe(3);
-    for (const v of ['odata.maxpagesize=0', 'odata.maxpagesize=-1', 'odata.maxpagesize=1.5', 'odata.maxpagesize=', 'respond-async']) expect(maxPageSizeOf(v), v).toBeUndefined();
+    for (const v of ['odata.maxpagesize=0', 'odata.maxpagesize=-1', 'odata.maxpagesize=1.5', 'odata.maxpagesize=', 'respond-async'])
+      expect(maxPageSizeOf(v), v).toBeUndefined();
   });
 });
 

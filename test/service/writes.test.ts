@@ -14,13 +14,19 @@ import { call, DEMO_SOURCES, expectErrorShape, login, NOW, q, quickAccounts, Tes
 
 type Rec = Record<string, unknown>;
 const DATA = '/v1/listings/data';
-const read = (file: string): Rec[] => readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+const read = (file: string): Rec[] =>
+  readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Rec);
 const listings = read('Property.jsonl');
 const media = read('Media.jsonl');
 const openHouses = read('OpenHouse.jsonl');
 const mediaOf = (key: string): Rec[] => media.filter((m) => m.ResourceRecordKey === key);
 /** A CRMLS listing with media and open houses, and an NWMLS listing with media (another source). */
-const ours = listings.find((l) => l.OriginatingSystemName === 'CRMLS' && mediaOf(l.ListingKey as string).length > 0 && openHouses.some((o) => o.ListingKey === l.ListingKey))!;
+const ours = listings.find(
+  (l) => l.OriginatingSystemName === 'CRMLS' && mediaOf(l.ListingKey as string).length > 0 && openHouses.some((o) => o.ListingKey === l.ListingKey),
+)!;
 const OURS = ours.ListingKey as string;
 const theirs = listings.find((l) => l.OriginatingSystemName === 'NWMLS' && mediaOf(l.ListingKey as string).length > 0)!;
 const THEIRS = theirs.ListingKey as string;
@@ -192,7 +198,17 @@ describe('admin writes round trip through GET', () => {
     expectErrorShape(await get(w, `Property('W-3')`), 404, 'EntityNotFound');
     expect(await count(w, 'Media', `ResourceRecordKey eq '${OURS}'`)).toBe(ourMedia.length);
     // a later operation outside the sources refuses the whole change too
-    const s = await post(w, '$changes', { operations: [{ resource: 'Property', upsert: [newListing('W-3')] }, { resource: 'Media', upsert: [newMedia('W-M', THEIRS)] }] }, w.crmls);
+    const s = await post(
+      w,
+      '$changes',
+      {
+        operations: [
+          { resource: 'Property', upsert: [newListing('W-3')] },
+          { resource: 'Media', upsert: [newMedia('W-M', THEIRS)] },
+        ],
+      },
+      w.crmls,
+    );
     await refused(w, s, 'SourceNotAllowed');
     expectErrorShape(await get(w, `Property('W-3')`), 404, 'EntityNotFound');
     // and the next change is generation 1
@@ -207,7 +223,7 @@ describe('admin writes round trip through GET', () => {
   });
 });
 
-describe('non-admin and unauthenticated requests get exactly today\'s answers', () => {
+describe("non-admin and unauthenticated requests get exactly today's answers", () => {
   it('a non-admin token: 405 on collections and Property(KEY), 404 elsewhere, nothing written', async () => {
     const w = await world();
     const body = JSON.stringify([newListing('W-7')]);
@@ -234,10 +250,19 @@ describe('non-admin and unauthenticated requests get exactly today\'s answers', 
 
   it('no token: 401 before anything else', async () => {
     const w = await world();
-    for (const [method, p] of [['POST', 'Property'], ['POST', '$changes'], ['DELETE', `Property('${OURS}')`], ['DELETE', `Media('x')`]]) {
+    for (const [method, p] of [
+      ['POST', 'Property'],
+      ['POST', '$changes'],
+      ['DELETE', `Property('${OURS}')`],
+      ['DELETE', `Media('x')`],
+    ]) {
       const c = await call(w.handler, `${DATA}/${p}`, { method, headers: JSON_HEADERS, body: method === 'POST' ? '[]' : undefined });
       expectErrorShape(c, 401, 'MissingToken');
-      const bad = await call(w.handler, `${DATA}/${p}`, { method, headers: { ...JSON_HEADERS, authorization: 'Bearer nope' }, body: method === 'POST' ? '[]' : undefined });
+      const bad = await call(w.handler, `${DATA}/${p}`, {
+        method,
+        headers: { ...JSON_HEADERS, authorization: 'Bearer nope' },
+        body: method === 'POST' ? '[]' : undefined,
+      });
       expectErrorShape(bad, 401, 'InvalidToken');
     }
     expect(w.engine.generation).toBe(0);
@@ -312,7 +337,7 @@ describe('an admin writes only inside its sources', () => {
     expect((await post(w, 'Property', [{ ...theirs, ListPrice: 1 }])).json).toEqual(summary(1, 1, 0, 0));
   });
 
-  it('cannot remove another source\'s records: 404 / not found, exactly as an unknown key', async () => {
+  it("cannot remove another source's records: 404 / not found, exactly as an unknown key", async () => {
     const w = await world();
     const d = await del(w, `Property('${THEIRS}')`, w.crmls);
     const unknown = await del(w, "Property('NO-SUCH')", w.crmls);
@@ -320,7 +345,17 @@ describe('an admin writes only inside its sources', () => {
     expectErrorShape(unknown, 404, 'EntityNotFound');
     expect(d.json.error.message).toBe(`No listing with ListingKey '${THEIRS}' is visible to this account.`);
     expectErrorShape(await del(w, `Media('${theirMedia[0].MediaKey as string}')`, w.crmls), 404, 'EntityNotFound');
-    const c = await post(w, '$changes', { operations: [{ resource: 'Property', remove: [THEIRS, 'NO-SUCH', OURS] }, { resource: 'Media', remove: [theirMedia[0].MediaKey] }] }, w.crmls);
+    const c = await post(
+      w,
+      '$changes',
+      {
+        operations: [
+          { resource: 'Property', remove: [THEIRS, 'NO-SUCH', OURS] },
+          { resource: 'Media', remove: [theirMedia[0].MediaKey] },
+        ],
+      },
+      w.crmls,
+    );
     expect(c.status, c.text).toBe(200);
     expect(c.json).toEqual(summary(1, 0, 1, 3));
     expect((await get(w, `Property('${THEIRS}')`)).status).toBe(200);
@@ -328,7 +363,7 @@ describe('an admin writes only inside its sources', () => {
     expectErrorShape(await get(w, `Property('${OURS}')`), 404, 'EntityNotFound');
   });
 
-  it('cannot add or move children onto another source\'s listing', async () => {
+  it("cannot add or move children onto another source's listing", async () => {
     const w = await world();
     const c = await post(w, 'Media', [newMedia('W-M2', THEIRS)], w.crmls);
     await refused(w, c, 'SourceNotAllowed');
@@ -342,9 +377,29 @@ describe('an admin writes only inside its sources', () => {
     // another source's media key cannot be taken over by our listing
     await refused(w, await post(w, 'Media', [newMedia(theirMedia[0].MediaKey as string, OURS)], w.crmls), 'SourceNotAllowed');
     // a listing created earlier in the same change takes children; one removed earlier does not
-    const ok = await post(w, '$changes', { operations: [{ resource: 'Property', upsert: [newListing('W-13')] }, { resource: 'Media', upsert: [newMedia('W-13-M', 'W-13')] }] }, w.crmls);
+    const ok = await post(
+      w,
+      '$changes',
+      {
+        operations: [
+          { resource: 'Property', upsert: [newListing('W-13')] },
+          { resource: 'Media', upsert: [newMedia('W-13-M', 'W-13')] },
+        ],
+      },
+      w.crmls,
+    );
     expect(ok.json).toEqual(summary(1, 2, 0, 0));
-    const gone = await post(w, '$changes', { operations: [{ resource: 'Property', remove: ['W-13'] }, { resource: 'Media', upsert: [newMedia('W-13-M2', 'W-13')] }] }, w.crmls);
+    const gone = await post(
+      w,
+      '$changes',
+      {
+        operations: [
+          { resource: 'Property', remove: ['W-13'] },
+          { resource: 'Media', upsert: [newMedia('W-13-M2', 'W-13')] },
+        ],
+      },
+      w.crmls,
+    );
     expectErrorShape(gone, 400, 'SourceNotAllowed');
     expect(w.engine.generation).toBe(1);
     expect(await count(w, 'Media', "ResourceRecordKey eq 'W-13'")).toBe(1);
@@ -384,7 +439,15 @@ describe('body limits', () => {
     expect(anonymous.json.error.message).toBe('The request body is larger than the limit of 16384 bytes.');
     // an admin's body that is not a write (the token form) too
     const form = `username=admin&password=admin-password&pad=${'x'.repeat(16_400)}`;
-    expectErrorShape(await call(w.handler, '/v1/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${w.admin}` }, body: form }), 413, 'PayloadTooLarge');
+    expectErrorShape(
+      await call(w.handler, '/v1/token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${w.admin}` },
+        body: form,
+      }),
+      413,
+      'PayloadTooLarge',
+    );
     expect(w.engine.generation).toBe(0);
   });
 });

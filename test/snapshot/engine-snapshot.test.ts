@@ -24,7 +24,12 @@ import { collectCli, DEMO_SOURCES, startServe } from '../service/helpers.js';
 const NOW = Date.parse('2025-06-01T00:00:00Z');
 const now = (): Date => new Date(NOW);
 type Rec = Record<string, unknown>;
-const readJsonl = (file: string): Rec[] => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+const readJsonl = (file: string): Rec[] =>
+  fs
+    .readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Rec);
 const jsonl = (records: readonly Rec[]): string => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
 const properties = readJsonl(path.join(DEFAULT_DATA_DIR, 'Property.jsonl'));
 
@@ -73,30 +78,36 @@ const EXTRA: ReadonlyArray<readonly [QueryResource, string]> = [
   ['Property', '$orderby=ListPrice&$top=30&$select=ListingKey,ListPrice'],
   ['Property', '$orderby=ModificationTimestamp desc&$top=30&$filter=ListPrice gt 400000 and ListPrice le 900000'],
   ['Property', '$orderby=City desc,BedroomsTotal&$top=30&$select=ListingKey,City,BedroomsTotal,RawLocation,Location'],
-  ["Property", "$filter=search.text(RawAddressSearchText,'maple st sea')&$orderby=relevance desc&$top=25&$count=true"],
-  ["Property", "$filter=search.text(RawAddressSearchText,'Vista Stret Houston 1')&$orderby=relevance desc&$top=10"],
-  ["Property", "$filter=search.text(RawAddressSearchText,'north oak avenue')&$orderby=relevance desc,ListPrice&$top=40"],
-  ["Property", "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25&$count=true"],
-  ["Property", "$filter=search.text(KeywordSearchText,'granite',1) and StandardStatus eq 'Active'&$orderby=relevance desc&$top=5"],
-  ["Property", "$filter=search.text(ListAgentSearchText,'maria')&$orderby=relevance desc&$top=25"],
-  ["Property", "$filter=search.text(BuyerAgentSearchText,'john smith',1)&$orderby=relevance desc&$top=25&$count=true"],
-  ["Property", "$filter=search.text(ListOfficeSearchText,'realty')&$orderby=relevance desc&$top=25"],
-  ["Property", "$filter=search.text(BuyerOfficeSearchText,'homes group',1)&$orderby=relevance desc&$top=25"],
-  ["Property", "$filter=search.text(KeywordSearchText,'pool') or search.text(ListOfficeSearchText,'realty')&$orderby=relevance desc&$top=25&$count=true"],
-  ["Property", "$filter=geo.distance(RawLocation, geography'POINT(-95.3698 29.7604)') le 20000&$orderby=ListPrice desc&$top=50&$count=true"],
-  ["Property", "$filter=geo.distance(Location, geography'POINT(-112.074 33.4484)') le 15000 and BedroomsTotal ge 3&$select=ListingKey,Location"],
+  ['Property', "$filter=search.text(RawAddressSearchText,'maple st sea')&$orderby=relevance desc&$top=25&$count=true"],
+  ['Property', "$filter=search.text(RawAddressSearchText,'Vista Stret Houston 1')&$orderby=relevance desc&$top=10"],
+  ['Property', "$filter=search.text(RawAddressSearchText,'north oak avenue')&$orderby=relevance desc,ListPrice&$top=40"],
+  ['Property', "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=25&$count=true"],
+  ['Property', "$filter=search.text(KeywordSearchText,'granite',1) and StandardStatus eq 'Active'&$orderby=relevance desc&$top=5"],
+  ['Property', "$filter=search.text(ListAgentSearchText,'maria')&$orderby=relevance desc&$top=25"],
+  ['Property', "$filter=search.text(BuyerAgentSearchText,'john smith',1)&$orderby=relevance desc&$top=25&$count=true"],
+  ['Property', "$filter=search.text(ListOfficeSearchText,'realty')&$orderby=relevance desc&$top=25"],
+  ['Property', "$filter=search.text(BuyerOfficeSearchText,'homes group',1)&$orderby=relevance desc&$top=25"],
+  ['Property', "$filter=search.text(KeywordSearchText,'pool') or search.text(ListOfficeSearchText,'realty')&$orderby=relevance desc&$top=25&$count=true"],
+  ['Property', "$filter=geo.distance(RawLocation, geography'POINT(-95.3698 29.7604)') le 20000&$orderby=ListPrice desc&$top=50&$count=true"],
+  ['Property', "$filter=geo.distance(Location, geography'POINT(-112.074 33.4484)') le 15000 and BedroomsTotal ge 3&$select=ListingKey,Location"],
   ['Property', '$expand=Media,OpenHouse,PropertyChange,PreferredMedia&$top=15&$skip=40'],
-  ["Property", "$filter=StandardStatus eq 'Active'&$expand=OpenHouse($select=OpenHouseStartTime,OpenHouseEndTime),Media($filter=Order le 3;$orderby=Order desc;$select=MediaKey,Order)&$top=20"],
+  [
+    'Property',
+    "$filter=StandardStatus eq 'Active'&$expand=OpenHouse($select=OpenHouseStartTime,OpenHouseEndTime),Media($filter=Order le 3;$orderby=Order desc;$select=MediaKey,Order)&$top=20",
+  ],
   ['Property', '$expand=PropertyChange($top=2;$skip=1;$orderby=ModificationTimestamp),PreferredMedia($select=MediaURL)&$ignorenulls=true&$top=20'],
   ['Property', '$apply=groupby((City),aggregate(ListPrice with median as Median,ListPrice with p90 as P90,$count as N))'],
-  ['Property', '$apply=groupby((StandardStatus,PropertyType),aggregate(ListPrice with sum as Total,ListingContractDate with min as First))&$orderby=Total desc&$top=10&$count=true'],
-  ["Property", "$apply=filter(search.text(KeywordSearchText,'pool'))/aggregate(DaysOnMarket with average as Dom,ListingKey with countdistinct as Keys)"],
+  [
+    'Property',
+    '$apply=groupby((StandardStatus,PropertyType),aggregate(ListPrice with sum as Total,ListingContractDate with min as First))&$orderby=Total desc&$top=10&$count=true',
+  ],
+  ['Property', "$apply=filter(search.text(KeywordSearchText,'pool'))/aggregate(DaysOnMarket with average as Dom,ListingKey with countdistinct as Keys)"],
   ['Property', '$apply=groupby((PoolPrivateYN,YearBuilt))&$skip=5&$top=20'],
-  ["Media", "$filter=MediaCategory eq 'Photo' and Order le 2&$orderby=ImageWidth desc&$top=40&$count=true"],
+  ['Media', "$filter=MediaCategory eq 'Photo' and Order le 2&$orderby=ImageWidth desc&$top=40&$count=true"],
   ['Media', "$filter=startswith(ResourceRecordKey,'P00000001')&$select=MediaKey,ResourceRecordKey,PreferredPhotoYN"],
   ['Media', '$apply=groupby((MediaCategory),aggregate($count as N))'],
   ['OpenHouse', '$orderby=OpenHouseStartTime desc&$top=30'],
-  ["OpenHouse", "$filter=OpenHouseDate ge 2025-06-01 and hour(OpenHouseStartTime) ge 12&$count=true&$select=OpenHouseKey,ListingKey,OpenHouseStartTime"],
+  ['OpenHouse', '$filter=OpenHouseDate ge 2025-06-01 and hour(OpenHouseStartTime) ge 12&$count=true&$select=OpenHouseKey,ListingKey,OpenHouseStartTime'],
   ['Property', '$filter=NoSuchField eq 1'],
   ['Property', '$orderby=relevance desc'],
 ];
@@ -126,10 +137,13 @@ describe('the default data set through a snapshot', () => {
   });
 
   const table = fixedFilters(properties).flatMap((f) =>
-    SOURCES.flatMap((sources) => [
-      [`$filter=${f}`, sources],
-      [`$filter=${f}&$orderby=ListPrice desc,City&$skip=3&$top=40&$count=true&$select=ListingKey,ListPrice,City,DaysOnMarket,Location`, sources],
-    ] as const),
+    SOURCES.flatMap(
+      (sources) =>
+        [
+          [`$filter=${f}`, sources],
+          [`$filter=${f}&$orderby=ListPrice desc,City&$skip=3&$top=40&$count=true&$select=ListingKey,ListPrice,City,DaysOnMarket,Location`, sources],
+        ] as const,
+    ),
   );
   it('the query table is broad', () => expect(table.length + EXTRA.length * SOURCES.length).toBeGreaterThanOrEqual(400));
 
@@ -225,7 +239,8 @@ describe('the default data set through a snapshot', () => {
     });
 
     /** A container with the original's contents, changed by `edit` (meta cloned, arrays copied when changed). */
-    const crafted = (name: string, edit: (meta: any, arrays: Map<string, SnapshotArray>) => void): string => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the meta is JSON, edited freely
+    const crafted = (name: string, edit: (meta: any, arrays: Map<string, SnapshotArray>) => void): string => {
       const contents = readSnapshotFile(file);
       const meta = JSON.parse(JSON.stringify(contents.meta));
       const arrays = new Map(contents.arrays);
@@ -240,43 +255,330 @@ describe('the default data set through a snapshot', () => {
       change(copy);
       arrays.set(name, copy);
     };
-    const columnOf = (meta: any, resource: string, field: string): any => meta.tables[resource].columns[meta.tables[resource].fields.findIndex((f: { name: string }) => f.name === field)]; // eslint-disable-line @typescript-eslint/no-explicit-any
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the meta is JSON, edited freely
+    const columnOf = (meta: any, resource: string, field: string): any =>
+      meta.tables[resource].columns[meta.tables[resource].fields.findIndex((f: { name: string }) => f.name === field)];
 
-    const cases: ReadonlyArray<readonly [string, SnapshotErrorCode, RegExp, (meta: any, arrays: Map<string, SnapshotArray>) => void]> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
-      ['another kind of meta', 'SnapshotForeign', /not an engine snapshot/, (m) => { m.kind = 'something-else'; }],
-      ['meta that is not an object', 'SnapshotForeign', /not an engine snapshot/, (m, a) => { for (const k of Object.keys(m)) delete m[k]; a.clear(); }],
-      ['another content version', 'SnapshotVersion', /content version 99/, (m) => { m.version = 99; }],
-      ['a field this build declares differently', 'SnapshotVersion', /Property\.ListPrice is declared differently/, (m) => { m.tables.Property.fields.find((f: { name: string }) => f.name === 'ListPrice').type = 'Edm.Double'; }],
-      ['a column of the wrong kind', 'SnapshotCorrupt', /ListPrice .* stored as a dictionary/, (m) => { const i = m.tables.Property.fields.findIndex((f: { name: string }) => f.name === 'ListPrice'); m.tables.Property.columns[i] = columnOf(m, 'Property', 'City'); }],
-      ['a missing array', 'SnapshotCorrupt', /is missing/, (m, a) => { a.delete(columnOf(m, 'Property', 'ListPrice').values); }],
-      ['an array nothing refers to', 'SnapshotCorrupt', /nothing refers to: stray/, (_m, a) => { a.set('stray', new Uint8Array(3)); }],
-      ['an array of the wrong length', 'SnapshotCorrupt', /has 1999 elements, not 2000/, (m, a) => { const n = columnOf(m, 'Property', 'ListPrice').values; a.set(n, (a.get(n) as Float64Array).slice(1)); }],
-      ['an array of the wrong type', 'SnapshotCorrupt', /is a Float32Array, not a Float64Array/, (m, a) => { const n = columnOf(m, 'Property', 'ListPrice').values; a.set(n, Float32Array.from(a.get(n) as Float64Array)); }],
-      ['a wrong row count', 'SnapshotCorrupt', /elements, not/, (m) => { m.tables.OpenHouse.rowCount += 1; }],
-      ['a dictionary code out of range', 'SnapshotCorrupt', /City codes hold code/, (m, a) => { const c = columnOf(m, 'Property', 'City'); mutate<Uint16Array>(a, c.codes, (x) => { x[7] = c.dictionary.length; }); }],
-      ['a dictionary without its null entry', 'SnapshotCorrupt', /dictionary is not \[null/, (m) => { columnOf(m, 'Property', 'City').dictionary[0] = 'x'; }],
-      ['collection codes out of range', 'SnapshotCorrupt', /Appliances codes hold code/, (m, a) => { const c = columnOf(m, 'Property', 'Appliances'); mutate<Uint16Array>(a, c.codes, (x) => { x[0] = 60000; }); }],
-      ['collection offsets that decrease', 'SnapshotCorrupt', /Appliances offsets decrease/, (m, a) => { mutate<Uint32Array>(a, columnOf(m, 'Property', 'Appliances').offsets, (x) => { x[5] = x[6] + 1; }); }],
-      ['text offsets past the bytes', 'SnapshotCorrupt', /PublicRemarks offsets end at .* past/, (m, a) => { mutate<Uint32Array>(a, columnOf(m, 'Property', 'PublicRemarks').offsets, (x) => { x[x.length - 1] += 1; }); }],
-      ['a timestamp style out of range', 'SnapshotCorrupt', /OpenHouseStartTime styles hold code/, (m, a) => { const c = columnOf(m, 'OpenHouse', 'OpenHouseStartTime'); mutate<Uint16Array>(a, c.styles, (x) => { x[0] = c.styleTable.length; }); }],
-      ['a parent row out of range', 'SnapshotCorrupt', /links row 3 to listing row 2000/, (m, a) => { mutate<Int32Array>(a, columnOf(m, 'Media', 'ResourceRecordKey').parentRow, (x) => { x[3] = 2000; }); }],
-      ['a key index without an empty slot', 'SnapshotCorrupt', /key index/, (m, a) => { const k = m.tables.OpenHouse.keyIndex; mutate<Int32Array>(a, k.table, (x) => { for (let i = 0; i < x.length; i += 2) if (x[i] === 0) x[i] = 1; }); }],
-      ['a key index entry out of range', 'SnapshotCorrupt', /key index slot \d+ holds row/, (m, a) => { mutate<Int32Array>(a, m.tables.Property.keyIndex.table, (x) => { const i = x.findIndex((v, j) => j % 2 === 0 && v !== 0); x[i] = 5000; }); }],
-      ['a key index with the wrong size', 'SnapshotCorrupt', /holds 1999 keys for 2000 rows/, (m) => { m.tables.Property.keyIndex.size = 1999; }],
-      ['child offsets that do not cover the rows', 'SnapshotCorrupt', /Media children offsets end at/, (m, a) => { mutate<Uint32Array>(a, m.children.Media.offsets, (x) => { x[x.length - 1] += 1; }); }],
-      ['a child row out of range', 'SnapshotCorrupt', /OpenHouse children rows hold code/, (m, a) => { mutate<Uint32Array>(a, m.children.OpenHouse.rows, (x) => { x[0] = 1_000_000; }); }],
-      ['postings out of order', 'SnapshotCorrupt', /KeywordSearchText postings of .* are not ascending/, (m, a) => { mutate<Uint32Array>(a, m.search.KeywordSearchText.rows, (x) => { const o = a.get(m.search.KeywordSearchText.offsets) as Uint32Array; const t = o.findIndex((v, i) => o[i + 1] - v >= 2); [x[o[t]], x[o[t] + 1]] = [x[o[t] + 1], x[o[t]]]; }); }],
-      ['a posting past the listings', 'SnapshotCorrupt', /hold row 2000 of 2000/, (m, a) => { mutate<Uint32Array>(a, m.search.ListAgentSearchText.rows, (x) => { x[x.length - 1] = 2000; }); }],
-      ['a repeated term', 'SnapshotCorrupt', /repeats a term/, (m) => { m.search.ListOfficeSearchText.terms[1] = m.search.ListOfficeSearchText.terms[0]; }],
-      ['a search index of another size', 'SnapshotCorrupt', /covers 10 listings/, (m) => { m.search.BuyerOfficeSearchText.rowCount = 10; }],
-      ['a bad mean length', 'SnapshotCorrupt', /mean length/, (m) => { m.search.RawAddressSearchText.avgLength = -1; }],
-      ['a KD-tree id out of range', 'SnapshotCorrupt', /Location index: tree id/, (m, a) => { mutate<Uint8Array>(a, m.points.Location.tree, (x) => { new Uint16Array(x.buffer, 8, 1)[0] = 65000; }); }],
-      ['a KD-tree buffer that is not one', 'SnapshotCorrupt', /RawLocation index/, (m, a) => { mutate<Uint8Array>(a, m.points.RawLocation.tree, (x) => { x[0] = 0; }); }],
-      ['a KD-tree row out of range', 'SnapshotCorrupt', /Location index: row/, (m, a) => { mutate<Uint32Array>(a, m.points.Location.rowOf, (x) => { x[0] = 99_999; }); }],
-      ['fields out of schema order', 'SnapshotCorrupt', /not in schema order/, (m) => { const t = m.tables.Media; [t.fields[1], t.fields[2]] = [t.fields[2], t.fields[1]]; [t.columns[1], t.columns[2]] = [t.columns[2], t.columns[1]]; }],
-      ['a derived field missing', 'SnapshotCorrupt', /lacks the derived field Location/, (m) => { const t = m.tables.Property; const i = t.fields.findIndex((f: { name: string }) => f.name === 'Location'); t.fields.splice(i, 1); t.columns.splice(i, 1); }],
-      ['malformed accounts', 'SnapshotCorrupt', /accounts\.json/, (m) => { m.accounts = { accounts: [{ username: 'x' }] }; }],
-      ['an incomplete load report', 'SnapshotCorrupt', /load report/, (m) => { m.report = {}; }],
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the meta is JSON, edited freely
+    const cases: ReadonlyArray<readonly [string, SnapshotErrorCode, RegExp, (meta: any, arrays: Map<string, SnapshotArray>) => void]> = [
+      [
+        'another kind of meta',
+        'SnapshotForeign',
+        /not an engine snapshot/,
+        (m) => {
+          m.kind = 'something-else';
+        },
+      ],
+      [
+        'meta that is not an object',
+        'SnapshotForeign',
+        /not an engine snapshot/,
+        (m, a) => {
+          for (const k of Object.keys(m)) delete m[k];
+          a.clear();
+        },
+      ],
+      [
+        'another content version',
+        'SnapshotVersion',
+        /content version 99/,
+        (m) => {
+          m.version = 99;
+        },
+      ],
+      [
+        'a field this build declares differently',
+        'SnapshotVersion',
+        /Property\.ListPrice is declared differently/,
+        (m) => {
+          m.tables.Property.fields.find((f: { name: string }) => f.name === 'ListPrice').type = 'Edm.Double';
+        },
+      ],
+      [
+        'a column of the wrong kind',
+        'SnapshotCorrupt',
+        /ListPrice .* stored as a dictionary/,
+        (m) => {
+          const i = m.tables.Property.fields.findIndex((f: { name: string }) => f.name === 'ListPrice');
+          m.tables.Property.columns[i] = columnOf(m, 'Property', 'City');
+        },
+      ],
+      [
+        'a missing array',
+        'SnapshotCorrupt',
+        /is missing/,
+        (m, a) => {
+          a.delete(columnOf(m, 'Property', 'ListPrice').values);
+        },
+      ],
+      [
+        'an array nothing refers to',
+        'SnapshotCorrupt',
+        /nothing refers to: stray/,
+        (_m, a) => {
+          a.set('stray', new Uint8Array(3));
+        },
+      ],
+      [
+        'an array of the wrong length',
+        'SnapshotCorrupt',
+        /has 1999 elements, not 2000/,
+        (m, a) => {
+          const n = columnOf(m, 'Property', 'ListPrice').values;
+          a.set(n, (a.get(n) as Float64Array).slice(1));
+        },
+      ],
+      [
+        'an array of the wrong type',
+        'SnapshotCorrupt',
+        /is a Float32Array, not a Float64Array/,
+        (m, a) => {
+          const n = columnOf(m, 'Property', 'ListPrice').values;
+          a.set(n, Float32Array.from(a.get(n) as Float64Array));
+        },
+      ],
+      [
+        'a wrong row count',
+        'SnapshotCorrupt',
+        /elements, not/,
+        (m) => {
+          m.tables.OpenHouse.rowCount += 1;
+        },
+      ],
+      [
+        'a dictionary code out of range',
+        'SnapshotCorrupt',
+        /City codes hold code/,
+        (m, a) => {
+          const c = columnOf(m, 'Property', 'City');
+          mutate<Uint16Array>(a, c.codes, (x) => {
+            x[7] = c.dictionary.length;
+          });
+        },
+      ],
+      [
+        'a dictionary without its null entry',
+        'SnapshotCorrupt',
+        /dictionary is not \[null/,
+        (m) => {
+          columnOf(m, 'Property', 'City').dictionary[0] = 'x';
+        },
+      ],
+      [
+        'collection codes out of range',
+        'SnapshotCorrupt',
+        /Appliances codes hold code/,
+        (m, a) => {
+          const c = columnOf(m, 'Property', 'Appliances');
+          mutate<Uint16Array>(a, c.codes, (x) => {
+            x[0] = 60000;
+          });
+        },
+      ],
+      [
+        'collection offsets that decrease',
+        'SnapshotCorrupt',
+        /Appliances offsets decrease/,
+        (m, a) => {
+          mutate<Uint32Array>(a, columnOf(m, 'Property', 'Appliances').offsets, (x) => {
+            x[5] = x[6] + 1;
+          });
+        },
+      ],
+      [
+        'text offsets past the bytes',
+        'SnapshotCorrupt',
+        /PublicRemarks offsets end at .* past/,
+        (m, a) => {
+          mutate<Uint32Array>(a, columnOf(m, 'Property', 'PublicRemarks').offsets, (x) => {
+            x[x.length - 1] += 1;
+          });
+        },
+      ],
+      [
+        'a timestamp style out of range',
+        'SnapshotCorrupt',
+        /OpenHouseStartTime styles hold code/,
+        (m, a) => {
+          const c = columnOf(m, 'OpenHouse', 'OpenHouseStartTime');
+          mutate<Uint16Array>(a, c.styles, (x) => {
+            x[0] = c.styleTable.length;
+          });
+        },
+      ],
+      [
+        'a parent row out of range',
+        'SnapshotCorrupt',
+        /links row 3 to listing row 2000/,
+        (m, a) => {
+          mutate<Int32Array>(a, columnOf(m, 'Media', 'ResourceRecordKey').parentRow, (x) => {
+            x[3] = 2000;
+          });
+        },
+      ],
+      [
+        'a key index without an empty slot',
+        'SnapshotCorrupt',
+        /key index/,
+        (m, a) => {
+          const k = m.tables.OpenHouse.keyIndex;
+          mutate<Int32Array>(a, k.table, (x) => {
+            for (let i = 0; i < x.length; i += 2) if (x[i] === 0) x[i] = 1;
+          });
+        },
+      ],
+      [
+        'a key index entry out of range',
+        'SnapshotCorrupt',
+        /key index slot \d+ holds row/,
+        (m, a) => {
+          mutate<Int32Array>(a, m.tables.Property.keyIndex.table, (x) => {
+            const i = x.findIndex((v, j) => j % 2 === 0 && v !== 0);
+            x[i] = 5000;
+          });
+        },
+      ],
+      [
+        'a key index with the wrong size',
+        'SnapshotCorrupt',
+        /holds 1999 keys for 2000 rows/,
+        (m) => {
+          m.tables.Property.keyIndex.size = 1999;
+        },
+      ],
+      [
+        'child offsets that do not cover the rows',
+        'SnapshotCorrupt',
+        /Media children offsets end at/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.children.Media.offsets, (x) => {
+            x[x.length - 1] += 1;
+          });
+        },
+      ],
+      [
+        'a child row out of range',
+        'SnapshotCorrupt',
+        /OpenHouse children rows hold code/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.children.OpenHouse.rows, (x) => {
+            x[0] = 1_000_000;
+          });
+        },
+      ],
+      [
+        'postings out of order',
+        'SnapshotCorrupt',
+        /KeywordSearchText postings of .* are not ascending/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.search.KeywordSearchText.rows, (x) => {
+            const o = a.get(m.search.KeywordSearchText.offsets) as Uint32Array;
+            const t = o.findIndex((v, i) => o[i + 1] - v >= 2);
+            [x[o[t]], x[o[t] + 1]] = [x[o[t] + 1], x[o[t]]];
+          });
+        },
+      ],
+      [
+        'a posting past the listings',
+        'SnapshotCorrupt',
+        /hold row 2000 of 2000/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.search.ListAgentSearchText.rows, (x) => {
+            x[x.length - 1] = 2000;
+          });
+        },
+      ],
+      [
+        'a repeated term',
+        'SnapshotCorrupt',
+        /repeats a term/,
+        (m) => {
+          m.search.ListOfficeSearchText.terms[1] = m.search.ListOfficeSearchText.terms[0];
+        },
+      ],
+      [
+        'a search index of another size',
+        'SnapshotCorrupt',
+        /covers 10 listings/,
+        (m) => {
+          m.search.BuyerOfficeSearchText.rowCount = 10;
+        },
+      ],
+      [
+        'a bad mean length',
+        'SnapshotCorrupt',
+        /mean length/,
+        (m) => {
+          m.search.RawAddressSearchText.avgLength = -1;
+        },
+      ],
+      [
+        'a KD-tree id out of range',
+        'SnapshotCorrupt',
+        /Location index: tree id/,
+        (m, a) => {
+          mutate<Uint8Array>(a, m.points.Location.tree, (x) => {
+            new Uint16Array(x.buffer, 8, 1)[0] = 65000;
+          });
+        },
+      ],
+      [
+        'a KD-tree buffer that is not one',
+        'SnapshotCorrupt',
+        /RawLocation index/,
+        (m, a) => {
+          mutate<Uint8Array>(a, m.points.RawLocation.tree, (x) => {
+            x[0] = 0;
+          });
+        },
+      ],
+      [
+        'a KD-tree row out of range',
+        'SnapshotCorrupt',
+        /Location index: row/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.points.Location.rowOf, (x) => {
+            x[0] = 99_999;
+          });
+        },
+      ],
+      [
+        'fields out of schema order',
+        'SnapshotCorrupt',
+        /not in schema order/,
+        (m) => {
+          const t = m.tables.Media;
+          [t.fields[1], t.fields[2]] = [t.fields[2], t.fields[1]];
+          [t.columns[1], t.columns[2]] = [t.columns[2], t.columns[1]];
+        },
+      ],
+      [
+        'a derived field missing',
+        'SnapshotCorrupt',
+        /lacks the derived field Location/,
+        (m) => {
+          const t = m.tables.Property;
+          const i = t.fields.findIndex((f: { name: string }) => f.name === 'Location');
+          t.fields.splice(i, 1);
+          t.columns.splice(i, 1);
+        },
+      ],
+      [
+        'malformed accounts',
+        'SnapshotCorrupt',
+        /accounts\.json/,
+        (m) => {
+          m.accounts = { accounts: [{ username: 'x' }] };
+        },
+      ],
+      [
+        'an incomplete load report',
+        'SnapshotCorrupt',
+        /load report/,
+        (m) => {
+          m.report = {};
+        },
+      ],
     ];
 
     it.each(cases)('%s: %s', async (name, code, reason, edit) => {
@@ -324,8 +626,14 @@ describe('a data directory with local fields, rare values and unlinked media', (
   it('has the local fields it was meant to have, and restores them with the rest', () => {
     const local = original.store.Property.schema.localFields.map((f) => `${f.name}:${f.collection ? 'Collection' : f.type}`);
     expect(local).toEqual([
-      'X_Flag:Edm.Boolean', 'X_Count:Edm.Int64', 'X_Ratio:Edm.Decimal', 'X_Note:Edm.String', 'X_Tags:Collection', 'X_Seen:Edm.Date',
-      'X_When:Edm.DateTimeOffset', 'X_Mixed:Edm.String',
+      'X_Flag:Edm.Boolean',
+      'X_Count:Edm.Int64',
+      'X_Ratio:Edm.Decimal',
+      'X_Note:Edm.String',
+      'X_Tags:Collection',
+      'X_Seen:Edm.Date',
+      'X_When:Edm.DateTimeOffset',
+      'X_Mixed:Edm.String',
     ]);
     expect(restored.store.Property.schema.fields).toEqual(original.store.Property.schema.fields);
     expect(restored.store.Media.schema.localFields.map((f) => f.name)).toEqual(['X_Credit']);
@@ -374,7 +682,9 @@ describe('the CLI', () => {
       const t = await fetch(`${url}/v1/token`, { method: 'POST', body: new URLSearchParams({ username: 'demo', password: 'demo-password' }) });
       const { access_token } = (await t.json()) as { access_token: string };
       const options = { $filter: filter, $orderby: 'relevance desc', $top: '5', $select: 'ListingKey,ListPrice,DaysOnMarket', $count: 'true' };
-      const res = await fetch(`${url}/v1/listings/data/Property?${new URLSearchParams(options).toString()}`, { headers: { authorization: `Bearer ${access_token}` } });
+      const res = await fetch(`${url}/v1/listings/data/Property?${new URLSearchParams(options).toString()}`, {
+        headers: { authorization: `Bearer ${access_token}` },
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { value: unknown[]; '@odata.count': number };
       const want = engine.query('Property', q, { sources: DEMO_SOURCES });

@@ -4,7 +4,12 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
-  readSnapshotFile, SNAPSHOT_FORMAT_VERSION, SnapshotError, writeSnapshotFile, type SnapshotArray, type SnapshotErrorCode,
+  readSnapshotFile,
+  SNAPSHOT_FORMAT_VERSION,
+  SnapshotError,
+  writeSnapshotFile,
+  type SnapshotArray,
+  type SnapshotErrorCode,
 } from '../../src/snapshot/file.js';
 
 const dirs: string[] = [];
@@ -41,9 +46,11 @@ function pseudoRandomBytes(n: number, seed: number): Uint8Array {
   const out = new Uint8Array(n);
   let x = seed >>> 0 || 1;
   for (let i = 0; i < n; i++) {
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     out[i] = x & 0xff;
   }
   return out;
@@ -72,22 +79,24 @@ function others(dir: string, keep: string): string[] {
   return fs.readdirSync(dir).filter((f) => f !== path.basename(keep));
 }
 
-const everyType = (): Map<string, SnapshotArray> => new Map<string, SnapshotArray>([
-  ['u8', Uint8Array.from([0, 1, 127, 128, 255])],
-  ['i8', Int8Array.from([-128, -1, 0, 1, 127])],
-  ['u16', Uint16Array.from([0, 1, 0xffff, 0x8000, 0x1234])],
-  ['i16', Int16Array.from([-32768, -1, 0, 32767])],
-  ['u32', Uint32Array.from([0, 1, 0xffff_ffff, 0x8000_0000])],
-  ['i32', Int32Array.from([-(2 ** 31), -1, 0, 2 ** 31 - 1])],
-  ['f32', Float32Array.from([NaN, -0, 0, Infinity, -Infinity, 1.5, 3.4e38, 1e-45])],
-  ['f64', Float64Array.from([NaN, -0, 0, Infinity, -Infinity, Number.MAX_VALUE, Number.MIN_VALUE, Math.PI])],
-  ['i64', BigInt64Array.from([-(2n ** 63n), -1n, 0n, 1n, 2n ** 63n - 1n])],
-  ['u64', BigUint64Array.from([0n, 1n, 2n ** 64n - 1n, 2n ** 63n])],
-  ...[Uint8Array, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array]
-    .map((c): [string, SnapshotArray] => [`empty ${c.name}`, new c(0)]),
-  ['Straße 名前 🏠', Float64Array.from([1, 2, 3])],
-  ['', Uint16Array.from([7])],
-]);
+const everyType = (): Map<string, SnapshotArray> =>
+  new Map<string, SnapshotArray>([
+    ['u8', Uint8Array.from([0, 1, 127, 128, 255])],
+    ['i8', Int8Array.from([-128, -1, 0, 1, 127])],
+    ['u16', Uint16Array.from([0, 1, 0xffff, 0x8000, 0x1234])],
+    ['i16', Int16Array.from([-32768, -1, 0, 32767])],
+    ['u32', Uint32Array.from([0, 1, 0xffff_ffff, 0x8000_0000])],
+    ['i32', Int32Array.from([-(2 ** 31), -1, 0, 2 ** 31 - 1])],
+    ['f32', Float32Array.from([NaN, -0, 0, Infinity, -Infinity, 1.5, 3.4e38, 1e-45])],
+    ['f64', Float64Array.from([NaN, -0, 0, Infinity, -Infinity, Number.MAX_VALUE, Number.MIN_VALUE, Math.PI])],
+    ['i64', BigInt64Array.from([-(2n ** 63n), -1n, 0n, 1n, 2n ** 63n - 1n])],
+    ['u64', BigUint64Array.from([0n, 1n, 2n ** 64n - 1n, 2n ** 63n])],
+    ...[Uint8Array, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array].map(
+      (c): [string, SnapshotArray] => [`empty ${c.name}`, new c(0)],
+    ),
+    ['Straße 名前 🏠', Float64Array.from([1, 2, 3])],
+    ['', Uint16Array.from([7])],
+  ]);
 
 const meta = { version: 3, name: 'Ünïcødé 名前 🏠 "quoted" \\ \n', nested: { list: [1, null, true, 'x'], empty: {} } };
 
@@ -182,7 +191,11 @@ describe('round trip', () => {
     const file = path.join(tempDir(), 'big.snap');
     const big = new Float64Array(25_000_001);
     for (let i = 0; i < big.length; i++) big[i] = i * 0.5 - 1e6;
-    const arrays = new Map<string, SnapshotArray>([['small', Uint8Array.from([1, 2, 3])], ['big', big], ['after', Int16Array.from([-5])]]);
+    const arrays = new Map<string, SnapshotArray>([
+      ['small', Uint8Array.from([1, 2, 3])],
+      ['big', big],
+      ['after', Int16Array.from([-5])],
+    ]);
     writeSnapshotFile(file, { meta: { rows: big.length }, arrays });
     const back = readSnapshotFile(file);
     expectSameArrays(back.arrays, arrays);
@@ -369,7 +382,10 @@ describe('a failed write', () => {
     const { dir, file, before } = existing();
     const gone = new Float64Array(1000);
     structuredClone(gone.buffer, { transfer: [gone.buffer] });
-    const arrays = new Map<string, SnapshotArray>([['ok', new Float64Array(1000)], ['gone', gone]]);
+    const arrays = new Map<string, SnapshotArray>([
+      ['ok', new Float64Array(1000)],
+      ['gone', gone],
+    ]);
     expect(snapshotError(() => writeSnapshotFile(file, { meta: 'new', arrays })).code).toBe('SnapshotWriteFailed');
     expectUnchanged(dir, file, before);
   });

@@ -135,8 +135,14 @@ describe('TableAppender: Property', () => {
     i % 3 !== 0
       ? r
       : {
-          ...r, X_Int: i, X_Dec: i + 0.5, X_Str: `s${i % 5}`, X_Tags: [`t${i % 3}`, 'common'], X_Date: `2024-01-0${(i % 9) + 1}`,
-          X_Flag: i % 2 === 0, X_When: '2024-03-01T10:00:00+02:00',
+          ...r,
+          X_Int: i,
+          X_Dec: i + 0.5,
+          X_Str: `s${i % 5}`,
+          X_Tags: [`t${i % 3}`, 'common'],
+          X_Date: `2024-01-0${(i % 9) + 1}`,
+          X_Flag: i % 2 === 0,
+          X_When: '2024-03-01T10:00:00+02:00',
         };
   const base = props.slice(0, 120).map(withLocals);
   const baseTable = loadRecords({ Property: base }, { now }).Property;
@@ -248,7 +254,7 @@ describe('TableAppender: Property', () => {
     expect(t.columnOf('Location', 'point')!.isNull(t.rowOfKey(props[230].ListingKey as string))).toBe(true);
   });
 
-  it('adds the fields a batch carries that the table lacks: nulls in older rows, the loader\'s field order, older tables unchanged', () => {
+  it("adds the fields a batch carries that the table lacks: nulls in older rows, the loader's field order, older tables unchanged", () => {
     const small = loadRecords({ Property: [listing('A', { X_Str: 'a' })] }, { now }).Property;
     expect(small.schema.field('BedroomsTotal')).toBeUndefined();
     const appender = new TableAppender(small);
@@ -268,9 +274,12 @@ describe('TableAppender: Property', () => {
   });
 
   it('rejects batch values of types the table cannot hold, before writing anything', () => {
-    const small = loadRecords({
-      Property: [listing('A', { X_Int: 1, X_Dec: 1.5, X_Date: '2024-01-01', X_Str: 'a', X_Tags: ['x'], X_When: '2024-01-01T00:00:00Z' })],
-    }, { now }).Property;
+    const small = loadRecords(
+      {
+        Property: [listing('A', { X_Int: 1, X_Dec: 1.5, X_Date: '2024-01-01', X_Str: 'a', X_Tags: ['x'], X_When: '2024-01-01T00:00:00Z' })],
+      },
+      { now },
+    ).Property;
     const appender = new TableAppender(small);
     const cases: Array<[Rec, string, RegExp]> = [
       [{ X_Int: 1.5 }, 'X_Int', /X_Int is Edm\.Int64 in the Property table; the batch's values are Edm\.Decimal/],
@@ -302,7 +311,10 @@ describe('TableAppender: Property', () => {
       listing('D', { X_Str: '2024-05-06T07:08:09.100+02:00' }),
     ];
     const t = appender.append(loadBatch('Property', good, { now }));
-    const inputs = [...[listing('A', { X_Int: 1, X_Dec: 1.5, X_Date: '2024-01-01', X_Str: 'a', X_Tags: ['x'], X_When: '2024-01-01T00:00:00Z' })], ...good.map(fieldsOf(small))];
+    const inputs = [
+      ...[listing('A', { X_Int: 1, X_Dec: 1.5, X_Date: '2024-01-01', X_Str: 'a', X_Tags: ['x'], X_When: '2024-01-01T00:00:00Z' })],
+      ...good.map(fieldsOf(small)),
+    ];
     checkNewest(t, oneGo({ Property: inputs }).Property, inputs, ['A', 'B', 'C', 'D']);
     expect(t.schema.field('X_New')).toBeUndefined();
     expect(t.record(3).X_Str).toBe('2024-05-06T07:08:09.100+02:00');
@@ -354,8 +366,12 @@ describe('TableAppender: Media and OpenHouse', () => {
   const M = (a: number, b: number): Rec[] => ls.slice(a, b).flatMap((l) => l.media);
   const OH = (a: number, b: number): Rec[] => ls.slice(a, b).flatMap((l) => l.openHouses);
   const openHouse = (i: number, key: string): Rec => ({
-    ...ls.flatMap((l) => l.openHouses)[0], OpenHouseKey: key, ListingKey: ls[i].property.ListingKey,
-    OpenHouseStartTime: '2025-06-20T09:30-07:00', OpenHouseEndTime: '2025-06-20T12:00:00.5+01:00', OpenHouseRemarks: `open house ${key}`,
+    ...ls.flatMap((l) => l.openHouses)[0],
+    OpenHouseKey: key,
+    ListingKey: ls[i].property.ListingKey,
+    OpenHouseStartTime: '2025-06-20T09:30-07:00',
+    OpenHouseEndTime: '2025-06-20T12:00:00.5+01:00',
+    OpenHouseRemarks: `open house ${key}`,
   });
 
   const baseInputs = { Property: P(0, 90), Media: M(0, 90), OpenHouse: OH(0, 90) };
@@ -396,7 +412,11 @@ describe('TableAppender: Media and OpenHouse', () => {
   }
 
   it('appends children linked to the newest listing rows; older generations are unchanged', () => {
-    const tables = { Property: new TableAppender(baseStore.Property), Media: new TableAppender(baseStore.Media), OpenHouse: new TableAppender(baseStore.OpenHouse) };
+    const tables = {
+      Property: new TableAppender(baseStore.Property),
+      Media: new TableAppender(baseStore.Media),
+      OpenHouse: new TableAppender(baseStore.OpenHouse),
+    };
     const children = ['Media', 'OpenHouse'] as const;
     const all = ['Property', ...children] as const;
     const generations = Object.fromEntries(all.map((r) => [r, new Generations(keysOf(r))])) as Record<string, Generations>;
@@ -475,7 +495,9 @@ describe('TableAppender: Media and OpenHouse', () => {
     const fine = loadBatch('Media', [{ ...orphan, ResourceRecordKey: 'NEW-2' }], { now });
     const t = media.append(fine, { parent: p2 });
     expect(t.value(t.rowCount - 1, 'ResourceRecordKey')).toBe('NEW-2');
-    expect(() => media.append(loadBatch('Media', [{ ...orphan, MediaKey: 'LATE', ResourceRecordKey: 'NEW-1' }], { now }), { parent: p1 })).toThrow(/older than the Property table/);
+    expect(() => media.append(loadBatch('Media', [{ ...orphan, MediaKey: 'LATE', ResourceRecordKey: 'NEW-1' }], { now }), { parent: p1 })).toThrow(
+      /older than the Property table/,
+    );
     expect(media.table).toBe(t);
   });
 });

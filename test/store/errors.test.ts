@@ -37,77 +37,137 @@ const cases: Case[] = [
   {
     name: 'malformed JSON line',
     files: { 'Property.jsonl': withBadLine('{"ListingKey": "B", "ListPrice": 1,') },
-    code: 'BadDataLine', file: 'Property.jsonl', line: 2, field: null, reason: /^malformed JSON \(.+\)$/,
+    code: 'BadDataLine',
+    file: 'Property.jsonl',
+    line: 2,
+    field: null,
+    reason: /^malformed JSON \(.+\)$/,
   },
   {
     name: 'a line that is not an object',
     files: { 'Property.jsonl': withBadLine('["ListingKey", "B"]') },
-    code: 'BadDataLine', file: 'Property.jsonl', line: 2, field: null, reason: /^expected a JSON object, found an array$/,
+    code: 'BadDataLine',
+    file: 'Property.jsonl',
+    line: 2,
+    field: null,
+    reason: /^expected a JSON object, found an array$/,
   },
   {
     name: 'numeric string where a number belongs',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { ListPrice: '100000' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'ListPrice', reason: /^expected a number, found the string "100000"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'ListPrice',
+    reason: /^expected a number, found the string "100000"$/,
   },
   {
     name: 'a fraction in an integer field',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { BedroomsTotal: 2.5 }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'BedroomsTotal', reason: /^expected an integer \(Edm\.Int64\), found the number 2\.5$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'BedroomsTotal',
+    reason: /^expected an integer \(Edm\.Int64\), found the number 2\.5$/,
   },
   {
     name: 'timestamp without Z or offset',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { ModificationTimestamp: '2024-05-01T10:00:00' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'ModificationTimestamp', reason: /^expected an ISO 8601 timestamp with Z or an offset .*found the string "2024-05-01T10:00:00"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'ModificationTimestamp',
+    reason: /^expected an ISO 8601 timestamp with Z or an offset .*found the string "2024-05-01T10:00:00"$/,
   },
   {
     name: 'non-ISO timestamp',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { OnMarketTimestamp: '05/01/2024 10:00 AM' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'OnMarketTimestamp', reason: /ISO 8601 timestamp.*"05\/01\/2024 10:00 AM"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'OnMarketTimestamp',
+    reason: /ISO 8601 timestamp.*"05\/01\/2024 10:00 AM"$/,
   },
   {
     name: 'timestamp out of range',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { OnMarketTimestamp: '2024-05-01T24:00:00Z' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'OnMarketTimestamp', reason: /ISO 8601 timestamp/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'OnMarketTimestamp',
+    reason: /ISO 8601 timestamp/,
   },
   {
     name: 'bad date',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { ListingContractDate: '2023-02-29' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'ListingContractDate', reason: /^expected a date \(YYYY-MM-DD\), found the string "2023-02-29"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'ListingContractDate',
+    reason: /^expected a date \(YYYY-MM-DD\), found the string "2023-02-29"$/,
   },
   {
     name: 'a timestamp where a date belongs',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { CloseDate: '2024-05-01T00:00:00Z' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'CloseDate', reason: /^expected a date/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'CloseDate',
+    reason: /^expected a date/,
   },
   {
     name: 'a boolean field holding a string',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { PoolPrivateYN: 'Y' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'PoolPrivateYN', reason: /^expected true or false, found the string "Y"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'PoolPrivateYN',
+    reason: /^expected true or false, found the string "Y"$/,
   },
   {
     name: 'a string where a collection belongs',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { Appliances: 'Dishwasher' }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'Appliances', reason: /^expected an array of strings \(Collection\(Edm\.String\)\), found the string "Dishwasher"$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'Appliances',
+    reason: /^expected an array of strings \(Collection\(Edm\.String\)\), found the string "Dishwasher"$/,
   },
   {
     name: 'a collection with a non-string element',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { Appliances: ['Dishwasher', 5] }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'Appliances', reason: /found the number 5 at index 1$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'Appliances',
+    reason: /found the number 5 at index 1$/,
   },
   {
     name: 'a number where a string belongs',
     files: { 'Property.jsonl': withBadLine(JSON.stringify(listing('B', { City: 12 }))) },
-    code: 'BadFieldValue', file: 'Property.jsonl', line: 2, field: 'City', reason: /^expected a string, found the number 12$/,
+    code: 'BadFieldValue',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'City',
+    reason: /^expected a string, found the number 12$/,
   },
   {
     name: 'missing key',
     files: { 'Property.jsonl': withBadLine(JSON.stringify({ ListPrice: 5 })) },
-    code: 'MissingKey', file: 'Property.jsonl', line: 2, field: 'ListingKey', reason: /^the record has no ListingKey$/,
+    code: 'MissingKey',
+    file: 'Property.jsonl',
+    line: 2,
+    field: 'ListingKey',
+    reason: /^the record has no ListingKey$/,
   },
   {
     name: 'duplicate key',
     files: { 'Property.jsonl': `${withBadLine(JSON.stringify(listing('B')))}${JSON.stringify(listing('B'))}\n` },
-    code: 'DuplicateKey', file: 'Property.jsonl', line: 4, field: 'ListingKey', reason: /^duplicate ListingKey 'B' \(first at line 2\)$/,
+    code: 'DuplicateKey',
+    file: 'Property.jsonl',
+    line: 4,
+    field: 'ListingKey',
+    reason: /^duplicate ListingKey 'B' \(first at line 2\)$/,
   },
   {
     name: 'media without its listing',
@@ -118,17 +178,29 @@ const cases: Case[] = [
         { MediaKey: 'M2', ResourceName: 'Property', ResourceRecordKey: 'ZZZ', Order: 1 },
       ]),
     },
-    code: 'MissingParent', file: 'Media.jsonl', line: 2, field: 'ResourceRecordKey', reason: /^ResourceRecordKey 'ZZZ' matches no Property record$/,
+    code: 'MissingParent',
+    file: 'Media.jsonl',
+    line: 2,
+    field: 'ResourceRecordKey',
+    reason: /^ResourceRecordKey 'ZZZ' matches no Property record$/,
   },
   {
     name: 'an open house without a ListingKey',
     files: { 'Property.jsonl': good, 'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O1', OpenHouseDate: '2024-05-01' }]) },
-    code: 'MissingParent', file: 'OpenHouse.jsonl', line: 1, field: 'ListingKey', reason: /^the record has no ListingKey$/,
+    code: 'MissingParent',
+    file: 'OpenHouse.jsonl',
+    line: 1,
+    field: 'ListingKey',
+    reason: /^the record has no ListingKey$/,
   },
   {
     name: 'a property change of an unknown listing',
     files: { 'Property.jsonl': good, 'PropertyChange.jsonl': `\n\n${JSON.stringify({ PropertyChangeKey: 'C1', ListingKey: 'Q' })}\n` },
-    code: 'MissingParent', file: 'PropertyChange.jsonl', line: 3, field: 'ListingKey', reason: /'Q' matches no Property record/,
+    code: 'MissingParent',
+    file: 'PropertyChange.jsonl',
+    line: 3,
+    field: 'ListingKey',
+    reason: /'Q' matches no Property record/,
   },
 ];
 
@@ -152,7 +224,9 @@ describe('strict mode: the first bad line fails the load with file, line, field 
   });
 
   it('reports files that cannot be split into records', async () => {
-    expect((await loadError({ 'Property.json': `[${JSON.stringify(listing('A'))} ${JSON.stringify(listing('B'))}]` })).reason).toBe('expected , or ] after the record at line 1');
+    expect((await loadError({ 'Property.json': `[${JSON.stringify(listing('A'))} ${JSON.stringify(listing('B'))}]` })).reason).toBe(
+      'expected , or ] after the record at line 1',
+    );
     expect((await loadError({ 'Property.json': `[${JSON.stringify(listing('A'))},]` })).reason).toBe('a comma is followed by ] (trailing comma)');
     expect((await loadError({ 'Property.json': `[${JSON.stringify(listing('A'))}` })).reason).toBe('unexpected end of file inside the array');
     expect((await loadError({ 'Property.json': `{"ListingKey": "A"}` })).code).toBe('BadDataFile');
@@ -165,9 +239,15 @@ describe('strict mode: the first bad line fails the load with file, line, field 
   it('needs Property records, one file per resource, and well-formed accounts and profiles', async () => {
     expect((await loadError({ 'Media.jsonl': '' })).code).toBe('MissingDataFile');
     expect((await loadError({ 'Property.jsonl': good, 'Property.json': '[]' })).code).toBe('AmbiguousDataFile');
-    const accounts = await loadError({ 'Property.jsonl': good, 'accounts.json': '{"accounts": [{"username": "u", "password_hash": "x", "sources": "CRMLS"}]}' });
+    const accounts = await loadError({
+      'Property.jsonl': good,
+      'accounts.json': '{"accounts": [{"username": "u", "password_hash": "x", "sources": "CRMLS"}]}',
+    });
     expect([accounts.code, accounts.file, accounts.field, accounts.message]).toEqual([
-      'BadDataFile', 'accounts.json', 'accounts[0].sources', 'accounts.json field accounts[0].sources: expected an array of strings.',
+      'BadDataFile',
+      'accounts.json',
+      'accounts[0].sources',
+      'accounts.json field accounts[0].sources: expected an array of strings.',
     ]);
     expect((await loadError({ 'Property.jsonl': good, 'mls_profiles.json': '{"CRMLS": {"disclaimer": "x"}}' })).field).toBe('CRMLS.originating_system_name');
     expect((await loadError({ 'Property.jsonl': good, 'mls_profiles.json': '{' })).reason).toMatch(/^malformed JSON/);
@@ -176,17 +256,26 @@ describe('strict mode: the first bad line fails the load with file, line, field 
 
   it('in-memory records report the record number', () => {
     expect(() => loadRecords({ Property: [listing('A'), listing('B', { ListPrice: '1' })] })).toThrow(
-      expect.objectContaining({ code: 'BadFieldValue', file: 'Property records', line: 2, field: 'ListPrice', message: 'Property records record 2, field ListPrice: expected a number, found the string "1".' }),
+      expect.objectContaining({
+        code: 'BadFieldValue',
+        file: 'Property records',
+        line: 2,
+        field: 'ListPrice',
+        message: 'Property records record 2, field ListPrice: expected a number, found the string "1".',
+      }),
     );
     expect(() => loadRecords({ Property: [listing('A'), 7] })).toThrow(expect.objectContaining({ code: 'BadDataLine', line: 2 }));
-    expect(() => loadRecords({ Property: [listing('A', { ListPrice: Number.NaN })] })).toThrow(expect.objectContaining({ code: 'BadFieldValue', field: 'ListPrice' }));
+    expect(() => loadRecords({ Property: [listing('A', { ListPrice: Number.NaN })] })).toThrow(
+      expect.objectContaining({ code: 'BadFieldValue', field: 'ListPrice' }),
+    );
     expect(() => loadRecords({ Listing: [] } as never)).toThrow(expect.objectContaining({ code: 'UnknownResource' }));
   });
 });
 
 describe('parallel loading (Media in a worker thread)', () => {
   const property = jsonl([listing('A'), listing('B')]);
-  const media = (rows: Array<Record<string, unknown>>): string => jsonl(rows.map((r, i) => ({ MediaKey: `M${i}`, ResourceName: 'Property', ResourceRecordKey: 'A', Order: i, ...r })));
+  const media = (rows: Array<Record<string, unknown>>): string =>
+    jsonl(rows.map((r, i) => ({ MediaKey: `M${i}`, ResourceName: 'Property', ResourceRecordKey: 'A', Order: i, ...r })));
 
   it('reports the same first error as a sequential load', async () => {
     const cases: Array<Record<string, string>> = [
@@ -212,7 +301,10 @@ describe('parallel loading (Media in a worker thread)', () => {
     const d = dataDir({
       'Property.jsonl': property,
       'Media.jsonl': media([{}, { ResourceRecordKey: 'Q' }, { Order: 'x' }, { ResourceName: 'Member', ResourceRecordKey: 'X1' }, { X_Local: 3 }]),
-      'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }, { OpenHouseKey: 'P', ListingKey: 'B' }]),
+      'OpenHouse.jsonl': jsonl([
+        { OpenHouseKey: 'O', ListingKey: 'Q' },
+        { OpenHouseKey: 'P', ListingKey: 'B' },
+      ]),
     });
     for (const clean of [false, true]) {
       const dir = clean ? dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) }) : d;

@@ -7,7 +7,16 @@ const DAY = 86_400_000;
 
 describe('local fields', () => {
   const records = [
-    listing('A', { X_Count: 1, X_Flag: true, X_When: '2024-01-01T00:00:00+01:00', X_Day: '2024-01-01', X_Text: 'abc', X_List: ['a', 'b'], X_Null: null, X_Mixed: '2024-02-03' }),
+    listing('A', {
+      X_Count: 1,
+      X_Flag: true,
+      X_When: '2024-01-01T00:00:00+01:00',
+      X_Day: '2024-01-01',
+      X_Text: 'abc',
+      X_List: ['a', 'b'],
+      X_Null: null,
+      X_Mixed: '2024-02-03',
+    }),
     listing('B', { X_Count: 2.5, X_Mixed: 'hello', X_List: [] }),
     listing('C', { X_Mixed: '2024-02-04T10:00:00Z', X_Late: 7 }),
     listing('D', {}),
@@ -76,23 +85,31 @@ describe('local fields', () => {
 
 describe('derived fields', () => {
   const at = (iso: string): number => Date.parse(iso);
-  const s = loadRecords({
-    Property: [
-      { ListingKey: 'zero', Latitude: 0, Longitude: 0 },
-      { ListingKey: 'noLon', Latitude: 33.5 },
-      { ListingKey: 'noLat', Longitude: -118 },
-      { ListingKey: 'lat91', Latitude: 91, Longitude: -118 },
-      { ListingKey: 'lon181', Latitude: 33, Longitude: -181 },
-      { ListingKey: 'swapped', Latitude: -118.2, Longitude: 33.9 },
-      { ListingKey: 'ok', Latitude: 33.959363, Longitude: -118.161366 },
-      { ListingKey: 'edge', Latitude: -90, Longitude: 180 },
-      { ListingKey: 'entry', OriginalEntryTimestamp: '2024-01-01T10:00:00+02:00', ListingContractDate: '2023-12-01', ModificationTimestamp: '2023-11-01T00:00:00Z' },
-      { ListingKey: 'contract', ListingContractDate: '2024-03-01', ModificationTimestamp: '2024-03-05T12:00:00Z' },
-      { ListingKey: 'modified', ListingContractDate: '2024-03-10', ModificationTimestamp: '2024-03-05T12:00:00Z' },
-      { ListingKey: 'onlyMod', ModificationTimestamp: '2024-03-05T12:00:00.250Z', OnMarketTimestamp: '2024-04-01T00:00:00Z' },
-      { ListingKey: 'nothing', DaysOnMarket: 12 },
-    ],
-  }, { now: () => new Date('2024-04-11T06:00:00Z') });
+  const s = loadRecords(
+    {
+      Property: [
+        { ListingKey: 'zero', Latitude: 0, Longitude: 0 },
+        { ListingKey: 'noLon', Latitude: 33.5 },
+        { ListingKey: 'noLat', Longitude: -118 },
+        { ListingKey: 'lat91', Latitude: 91, Longitude: -118 },
+        { ListingKey: 'lon181', Latitude: 33, Longitude: -181 },
+        { ListingKey: 'swapped', Latitude: -118.2, Longitude: 33.9 },
+        { ListingKey: 'ok', Latitude: 33.959363, Longitude: -118.161366 },
+        { ListingKey: 'edge', Latitude: -90, Longitude: 180 },
+        {
+          ListingKey: 'entry',
+          OriginalEntryTimestamp: '2024-01-01T10:00:00+02:00',
+          ListingContractDate: '2023-12-01',
+          ModificationTimestamp: '2023-11-01T00:00:00Z',
+        },
+        { ListingKey: 'contract', ListingContractDate: '2024-03-01', ModificationTimestamp: '2024-03-05T12:00:00Z' },
+        { ListingKey: 'modified', ListingContractDate: '2024-03-10', ModificationTimestamp: '2024-03-05T12:00:00Z' },
+        { ListingKey: 'onlyMod', ModificationTimestamp: '2024-03-05T12:00:00.250Z', OnMarketTimestamp: '2024-04-01T00:00:00Z' },
+        { ListingKey: 'nothing', DaysOnMarket: 12 },
+      ],
+    },
+    { now: () => new Date('2024-04-11T06:00:00Z') },
+  );
   const p = s.Property;
   const row = (key: string): number => p.rowOfKey(key);
   const point = (lon: number, lat: number) => ({ type: 'Point', coordinates: [lon, lat] });
@@ -189,8 +206,16 @@ describe('tables', () => {
 
   it('have only the declared fields the data carries, plus the derived ones', () => {
     expect(s.Property.schema.fields.map((f) => f.name)).toEqual([
-      'ListingKey', 'City', 'DaysOnMarket', 'ListPrice', 'Location', 'ModificationTimestamp', 'RawLocation', 'StandardStatus',
-      'service_DaysOnMarketReferenceTimestamp', 'service_OriginalEntryTimestamp',
+      'ListingKey',
+      'City',
+      'DaysOnMarket',
+      'ListPrice',
+      'Location',
+      'ModificationTimestamp',
+      'RawLocation',
+      'StandardStatus',
+      'service_DaysOnMarketReferenceTimestamp',
+      'service_OriginalEntryTimestamp',
     ]);
     expect(s.Media.rowCount).toBe(0);
     expect(s.Media.schema.fields.map((f) => f.name)).toEqual(['MediaKey']);

@@ -7,30 +7,58 @@ import { TextBuilder } from '../../src/store/builders.js';
 import { TableBuilder } from '../../src/store/ingest.js';
 import { SkipLog } from '../../src/store/record.js';
 import { loadRecords } from '../../src/store/load.js';
-import {
-  formatDate, formatTimestamp, parseDateString, parseTimestamp, parseTimestampString, TimestampParts,
-} from '../../src/store/temporal.js';
+import { formatDate, formatTimestamp, parseDateString, parseTimestamp, parseTimestampString, TimestampParts } from '../../src/store/temporal.js';
 
 describe('dates and timestamps', () => {
   it('parse ISO 8601 with Z or an offset into epoch ms, and nothing else', () => {
     const valid = [
-      '2024-05-01T10:00:00Z', '2024-05-01T10:00Z', '2024-05-01T10:00:00.1Z', '2024-05-01T10:00:00.123456789Z',
-      '2024-05-01T10:00:00+05:30', '2024-05-01T10:00:00-08:00', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999+14:00',
-      '2024-02-29T12:00:00Z', '2000-02-29T00:00:00Z',
+      '2024-05-01T10:00:00Z',
+      '2024-05-01T10:00Z',
+      '2024-05-01T10:00:00.1Z',
+      '2024-05-01T10:00:00.123456789Z',
+      '2024-05-01T10:00:00+05:30',
+      '2024-05-01T10:00:00-08:00',
+      '0001-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999+14:00',
+      '2024-02-29T12:00:00Z',
+      '2000-02-29T00:00:00Z',
     ];
     for (const t of valid) expect([t, parseTimestampString(t)]).toEqual([t, Date.parse(t)]);
     const invalid = [
-      '2024-05-01T10:00:00', '2024-05-01', '2024-05-01 10:00:00Z', '2024-5-01T10:00:00Z', '2024-05-01T10:00:00z', '2024-05-01t10:00:00Z',
-      '2023-02-29T00:00:00Z', '1900-02-29T00:00:00Z', '2024-04-31T00:00:00Z', '2024-13-01T00:00:00Z', '2024-05-01T24:00:00Z',
-      '2024-05-01T10:60:00Z', '2024-05-01T10:00:60Z', '2024-05-01T10:00:00.Z', '2024-05-01T10:00:00+0530', '2024-05-01T10:00:00+24:00',
-      '+2024-05-01T10:00:00Z', '2024-05-01T10:00:00ZZ', '', 'now',
+      '2024-05-01T10:00:00',
+      '2024-05-01',
+      '2024-05-01 10:00:00Z',
+      '2024-5-01T10:00:00Z',
+      '2024-05-01T10:00:00z',
+      '2024-05-01t10:00:00Z',
+      '2023-02-29T00:00:00Z',
+      '1900-02-29T00:00:00Z',
+      '2024-04-31T00:00:00Z',
+      '2024-13-01T00:00:00Z',
+      '2024-05-01T24:00:00Z',
+      '2024-05-01T10:60:00Z',
+      '2024-05-01T10:00:60Z',
+      '2024-05-01T10:00:00.Z',
+      '2024-05-01T10:00:00+0530',
+      '2024-05-01T10:00:00+24:00',
+      '+2024-05-01T10:00:00Z',
+      '2024-05-01T10:00:00ZZ',
+      '',
+      'now',
     ];
     for (const t of invalid) expect([t, parseTimestampString(t)]).toEqual([t, Number.NaN]);
   });
 
   it('format back to the exact text in the style it was written', () => {
     const parts = new TimestampParts();
-    for (const t of ['2024-05-01T10:00Z', '2024-05-01T10:00:07Z', '2024-05-01T10:00:07.5Z', '2024-05-01T10:00:07.25-03:00', '2024-12-31T23:30:00.000+05:45', '1970-01-01T00:00:00-00:00']) {
+    for (const t of [
+      '2024-05-01T10:00Z',
+      '2024-05-01T10:00:07Z',
+      '2024-05-01T10:00:07.5Z',
+      '2024-05-01T10:00:07.25-03:00',
+      '2024-12-31T23:30:00.000+05:45',
+      '1970-01-01T00:00:00-00:00',
+    ]) {
       const b = Buffer.from(t);
       expect(parseTimestamp(b, 0, b.length, parts)).toBe(true);
       expect(parts.exact).toBe(true);

@@ -16,7 +16,10 @@ const NOW = Date.parse('2025-06-01T00:00:00Z');
 type Rec = Record<string, unknown>;
 
 function readJsonl(file: string): Rec[] {
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Rec);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Rec);
 }
 
 /**
@@ -99,8 +102,14 @@ describe('round trip', () => {
 
   it('keeps timestamps with offsets, without seconds or with other fractions as written', () => {
     const stamps = [
-      '2025-05-29T11:00:00-05:00', '2025-05-29T11:00Z', '2025-05-29T11:00:00Z', '2025-05-29T11:00:00.5+05:30',
-      '2025-05-29T11:00:00.12Z', '2025-05-29T11:00:00.123456Z', '2025-05-29T11:00:00.000+00:00', '2025-05-29T11:00:00-00:00',
+      '2025-05-29T11:00:00-05:00',
+      '2025-05-29T11:00Z',
+      '2025-05-29T11:00:00Z',
+      '2025-05-29T11:00:00.5+05:30',
+      '2025-05-29T11:00:00.12Z',
+      '2025-05-29T11:00:00.123456Z',
+      '2025-05-29T11:00:00.000+00:00',
+      '2025-05-29T11:00:00-00:00',
       '1900-02-28T23:59:59.999Z',
     ];
     const records = stamps.map((t, i) => ({ ListingKey: `K${i}`, ModificationTimestamp: t, ListingContractDate: '2024-02-29' }));
@@ -119,12 +128,17 @@ describe('round trip', () => {
       listing('B', { ListPrice: 1e21, LivingArea: 0.1 + 0.2, Latitude: 12.345678901234567, Longitude: 1e-7 }),
       listing('C', { Appliances: ['Dishwasher', 'Dish "washer"', 'Éé', ''], UnitNumber: '' }),
     ];
-    const text = odd.map((r) => JSON.stringify(r)).join('\n') + '\n'
+    const text =
+      odd.map((r) => JSON.stringify(r)).join('\n') +
+      '\n' +
       // Whitespace and number spellings JSON.stringify never writes.
-      + '{ "ListingKey" : "D" ,\t"ListPrice": 1.50E+3, "LivingArea": 10.000, "BedroomsTotal": 3.0, "LotSizeSquareFeet": -0, "City": "\\u0041ustin" }\r\n';
+      '{ "ListingKey" : "D" ,\t"ListPrice": 1.50E+3, "LivingArea": 10.000, "BedroomsTotal": 3.0, "LotSizeSquareFeet": -0, "City": "\\u0041ustin" }\r\n';
     const d = tempDir();
     writeFileSync(path.join(d, 'Property.jsonl'), text);
-    const expected = text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Rec);
+    const expected = text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Rec);
     for (const fastPath of [true, false]) {
       const s = await loadDataDirectory(d, { fastPath });
       expect(roundTripProblems(s.Property, expected)).toEqual([]);
@@ -168,7 +182,17 @@ describe('input paths and formats', () => {
       const d = tempDir();
       for (const f of readdirSync(small)) {
         const text = readFileSync(path.join(small, f), 'utf8');
-        if (f.endsWith('.jsonl')) writeFileSync(path.join(d, f.replace(/\.jsonl$/, ext)), encode(text, text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Rec)));
+        if (f.endsWith('.jsonl'))
+          writeFileSync(
+            path.join(d, f.replace(/\.jsonl$/, ext)),
+            encode(
+              text,
+              text
+                .split('\n')
+                .filter(Boolean)
+                .map((l) => JSON.parse(l) as Rec),
+            ),
+          );
         else writeFileSync(path.join(d, f), text);
       }
       const loaded = await loadDataDirectory(d);
@@ -205,9 +229,17 @@ describe('children', () => {
       const l = listings[i];
       const media = [...l.media].sort((a, b) => (a.Order as number) - (b.Order as number) || compareKey(a.MediaKey as string, b.MediaKey as string));
       expect([...Media.childrenOf(i)].map((r) => store.Media.keyOf(r))).toEqual(media.map((m) => m.MediaKey));
-      const oh = [...l.openHouses].sort((a, b) => Date.parse(a.OpenHouseStartTime as string) - Date.parse(b.OpenHouseStartTime as string) || compareKey(a.OpenHouseKey as string, b.OpenHouseKey as string));
+      const oh = [...l.openHouses].sort(
+        (a, b) =>
+          Date.parse(a.OpenHouseStartTime as string) - Date.parse(b.OpenHouseStartTime as string) ||
+          compareKey(a.OpenHouseKey as string, b.OpenHouseKey as string),
+      );
       expect([...OpenHouse.childrenOf(i)].map((r) => store.OpenHouse.keyOf(r))).toEqual(oh.map((o) => o.OpenHouseKey));
-      const changes = [...l.changes].sort((a, b) => Date.parse(b.ModificationTimestamp as string) - Date.parse(a.ModificationTimestamp as string) || compareKey(a.PropertyChangeKey as string, b.PropertyChangeKey as string));
+      const changes = [...l.changes].sort(
+        (a, b) =>
+          Date.parse(b.ModificationTimestamp as string) - Date.parse(a.ModificationTimestamp as string) ||
+          compareKey(a.PropertyChangeKey as string, b.PropertyChangeKey as string),
+      );
       expect([...PropertyChange.childrenOf(i)].map((r) => store.PropertyChange.keyOf(r))).toEqual(changes.map((c) => c.PropertyChangeKey));
       expect(Media.count(i)).toBe(l.media.length);
     }

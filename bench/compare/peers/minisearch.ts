@@ -18,8 +18,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import MiniSearch, { type SearchOptions } from 'minisearch';
 import {
-  distanceMeters, forEachListing, instantOf, locationOf, searchText,
-  type Answer, type Families, type FamilyId, type FamilyParams, type Rec,
+  distanceMeters,
+  forEachListing,
+  instantOf,
+  locationOf,
+  searchText,
+  type Answer,
+  type Families,
+  type FamilyId,
+  type FamilyParams,
+  type Rec,
 } from '../families.js';
 import type { Peer } from '../peer.js';
 
@@ -138,8 +146,14 @@ class MiniSearchPeer implements Peer {
             const price = r.ListPrice as number | undefined;
             const lat = r.lat as number | undefined;
             const lon = r.lon as number | undefined;
-            return price !== undefined && price >= q.priceMin && price <= q.priceMax &&
-              lat !== undefined && lon !== undefined && distanceMeters({ lat, lon }, center) <= q.radiusM;
+            return (
+              price !== undefined &&
+              price >= q.priceMin &&
+              price <= q.priceMax &&
+              lat !== undefined &&
+              lon !== undefined &&
+              distanceMeters({ lat, lon }, center) <= q.radiusM
+            );
           },
         };
         break;
@@ -152,7 +166,10 @@ class MiniSearchPeer implements Peer {
       default:
         return NOT_TEXT;
     }
-    this.plans.set(family, `search(${JSON.stringify(terms)}, ${JSON.stringify(options, (k, v: unknown) => (typeof v === 'function' ? `<${k} function>` : v))})${top === undefined ? '' : `.slice(0, ${top})`}`);
+    this.plans.set(
+      family,
+      `search(${JSON.stringify(terms)}, ${JSON.stringify(options, (k, v: unknown) => (typeof v === 'function' ? `<${k} function>` : v))})${top === undefined ? '' : `.slice(0, ${top})`}`,
+    );
     return keys(terms, options, top);
   }
 

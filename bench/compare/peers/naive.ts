@@ -18,8 +18,16 @@ import { normalizeAddressToken, tokenize } from '../../../src/search/tokenize.js
 import type { SearchFieldName } from '../../../src/schema/search-fields.js';
 import { osa } from '../../../test/search/oracle.js';
 import {
-  distanceMeters, forEachListing, instantOf, locationOf, nearestRank, searchText, sortGroups,
-  type Answer, type FamilyParams, type Group,
+  distanceMeters,
+  forEachListing,
+  instantOf,
+  locationOf,
+  nearestRank,
+  searchText,
+  sortGroups,
+  type Answer,
+  type FamilyParams,
+  type Group,
 } from '../families.js';
 import type { Peer } from '../peer.js';
 
@@ -227,7 +235,21 @@ class NaivePeer implements Peer {
     switch (family) {
       case 'Q1': {
         const q = p as FamilyParams['Q1'];
-        return () => this.keys(this.sortedDesc(this.rows((r) => this.status[r] === q.status && this.price[r] !== null && this.price[r] >= q.priceMin && this.price[r] <= q.priceMax && this.beds[r] !== null && this.beds[r] >= q.bedsMin), this.price).slice(0, q.top));
+        return () =>
+          this.keys(
+            this.sortedDesc(
+              this.rows(
+                (r) =>
+                  this.status[r] === q.status &&
+                  this.price[r] !== null &&
+                  this.price[r] >= q.priceMin &&
+                  this.price[r] <= q.priceMax &&
+                  this.beds[r] !== null &&
+                  this.beds[r] >= q.bedsMin,
+              ),
+              this.price,
+            ).slice(0, q.top),
+          );
       }
       case 'Q2': {
         const q = p as FamilyParams['Q2'];
@@ -239,7 +261,13 @@ class NaivePeer implements Peer {
       }
       case 'Q4': {
         const q = p as FamilyParams['Q4'];
-        return () => this.keys(this.sortedDesc(this.rows((r) => this.point[r] !== null && distanceMeters(this.point[r], q) <= q.radiusM && this.status[r] === q.status), this.price).slice(0, q.top));
+        return () =>
+          this.keys(
+            this.sortedDesc(
+              this.rows((r) => this.point[r] !== null && distanceMeters(this.point[r], q) <= q.radiusM && this.status[r] === q.status),
+              this.price,
+            ).slice(0, q.top),
+          );
       }
       case 'Q5': {
         const q = p as FamilyParams['Q5'];
@@ -277,11 +305,20 @@ class NaivePeer implements Peer {
       }
       case 'Q8': {
         const q = p as FamilyParams['Q8'];
-        return () => this.keys(this.sortedDesc(this.rows((r) => this.status[r] === q.status), this.modified).slice(q.skip, q.skip + q.top));
+        return () =>
+          this.keys(
+            this.sortedDesc(
+              this.rows((r) => this.status[r] === q.status),
+              this.modified,
+            ).slice(q.skip, q.skip + q.top),
+          );
       }
       case 'Q9': {
         const q = p as FamilyParams['Q9'];
-        return () => ({ kind: 'count', count: this.rows((r) => this.status[r] === q.status && this.propertyType[r] === q.propertyType && this.city[r] === q.city).length });
+        return () => ({
+          kind: 'count',
+          count: this.rows((r) => this.status[r] === q.status && this.propertyType[r] === q.propertyType && this.city[r] === q.city).length,
+        });
       }
       case 'Q10': {
         const q = p as FamilyParams['Q10'];

@@ -29,8 +29,18 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { count, create, insertMultiple, search, type Orama, type Results, type SearchParams } from '@orama/orama';
 import {
-  forEachListing, instantOf, locationOf, nearestRank, searchText, sortGroups,
-  type Answer, type Families, type FamilyId, type FamilyParams, type Group, type Rec,
+  forEachListing,
+  instantOf,
+  locationOf,
+  nearestRank,
+  searchText,
+  sortGroups,
+  type Answer,
+  type Families,
+  type FamilyId,
+  type FamilyParams,
+  type Group,
+  type Rec,
 } from '../families.js';
 import type { Peer } from '../peer.js';
 

@@ -58,7 +58,11 @@ class ResoEnginePeer implements Peer {
 
   /** The plan each family runs, for the report. */
   explain(families: Families, family: FamilyId): string {
-    return this.engine.explain('Property', this.queryOf(families, family)).split('\n').filter((l) => /candidates|order/.test(l)).join('; ');
+    return this.engine
+      .explain('Property', this.queryOf(families, family))
+      .split('\n')
+      .filter((l) => /candidates|order/.test(l))
+      .join('; ');
   }
 }
 

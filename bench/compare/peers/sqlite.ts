@@ -94,8 +94,18 @@ import Database from 'better-sqlite3';
 import { createRequire } from 'node:module';
 import type { Peer, PeerFactory } from '../peer.js';
 import {
-  distanceMeters, forEachListing, instantOf, locationOf, searchText, sortGroups,
-  type Answer, type FamilyId, type FamilyParams, type Families, type Group, type Rec,
+  distanceMeters,
+  forEachListing,
+  instantOf,
+  locationOf,
+  searchText,
+  sortGroups,
+  type Answer,
+  type FamilyId,
+  type FamilyParams,
+  type Families,
+  type Group,
+  type Rec,
 } from '../families.js';
 
 const BETTER_SQLITE3_VERSION = (createRequire(import.meta.url)('better-sqlite3/package.json') as { version: string }).version;
@@ -109,7 +119,12 @@ const int = (v: unknown): number | null => (typeof v === 'number' && Number.isIn
 /** The distinct tokens of a query, each quoted as an FTS5 string (so no token is read as an operator). */
 function quotedTerms(terms: string): string[] {
   const tokens = new Set<string>();
-  for (const t of terms.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().split(/[^\p{L}\p{N}]+/u)) if (t) tokens.add(t);
+  for (const t of terms
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u))
+    if (t) tokens.add(t);
   return [...tokens].map((t) => `"${t.replaceAll('"', '""')}"`);
 }
 
@@ -152,7 +167,8 @@ class SqlitePeer implements Peer {
     this.db.function('distance', { deterministic: true }, (lat: unknown, lon: unknown, qLat: unknown, qLon: unknown) =>
       typeof lat === 'number' && typeof lon === 'number' && typeof qLat === 'number' && typeof qLon === 'number'
         ? distanceMeters({ lat, lon }, { lat: qLat, lon: qLon })
-        : null);
+        : null,
+    );
   }
 
   async load(dir: string, log: (line: string) => void): Promise<void> {
@@ -187,9 +203,17 @@ class SqlitePeer implements Peer {
         const id = index + 1;
         const point = locationOf(r);
         insert.run(
-          id, str(r.ListingKey), str(r.ListingId), str(r.StandardStatus), str(r.PropertyType), str(r.City),
-          num(r.ListPrice), int(r.BedroomsTotal), instantOf(r, 'ModificationTimestamp'),
-          point ? point.lat : null, point ? point.lon : null,
+          id,
+          str(r.ListingKey),
+          str(r.ListingId),
+          str(r.StandardStatus),
+          str(r.PropertyType),
+          str(r.City),
+          num(r.ListPrice),
+          int(r.BedroomsTotal),
+          instantOf(r, 'ModificationTimestamp'),
+          point ? point.lat : null,
+          point ? point.lon : null,
         );
         insertKw.run(id, searchText(r, 'KeywordSearchText'));
         insertAddr.run(id, searchText(r, 'RawAddressSearchText'));
@@ -320,10 +344,21 @@ function statementOf<F extends FamilyId>(family: F, params: FamilyParams[F]): St
               WHERE kw MATCH :match AND ${BOX} AND l.ListPrice BETWEEN :priceMin AND :priceMax
                 AND distance(l.lat, l.lon, :lat, :lon) <= :radius
               ORDER BY bm25(kw), l.ListingKey LIMIT :top`,
-        args: [{
-          match, minLat, maxLat, minLon, maxLon, priceMin: q.priceMin, priceMax: q.priceMax,
-          lat: q.lat, lon: q.lon, radius: q.radiusM, top: q.top,
-        }],
+        args: [
+          {
+            match,
+            minLat,
+            maxLat,
+            minLon,
+            maxLon,
+            priceMin: q.priceMin,
+            priceMax: q.priceMax,
+            lat: q.lat,
+            lon: q.lon,
+            radius: q.radiusM,
+            top: q.top,
+          },
+        ],
         shape: 'keys',
       };
     }

@@ -149,7 +149,12 @@ export class TableAppender {
     const byName = new Map(this.schemaNow.fields.map((f, i) => [f.name, this.parts[i]]));
     for (const f of added) byName.set(f.name, partOf(f.name, nullColumn(batch.column(f.name)!.kind, n)));
     const fields = [...this.schemaNow.fields, ...added];
-    this.schemaNow = new TableSchema(this.resource, this.schemaNow.key, fields.filter((f) => f.origin !== 'local'), fields.filter((f) => f.origin === 'local'));
+    this.schemaNow = new TableSchema(
+      this.resource,
+      this.schemaNow.key,
+      fields.filter((f) => f.origin !== 'local'),
+      fields.filter((f) => f.origin === 'local'),
+    );
     this.parts = this.schemaNow.fields.map((f) => byName.get(f.name)!);
     this.keyAt = this.schemaNow.indexOf(this.schemaNow.key);
   }
@@ -205,7 +210,11 @@ export class TableAppender {
         const row = firstValue(col, m);
         if (row >= 0) {
           if (!typeFits(def, batchDef!)) {
-            throw schemaMismatch(resource, def.name, `${def.name} is ${typeName(def)} in the ${resource} table; the batch's values are ${typeName(batchDef!)} (batch row ${row + 1})`);
+            throw schemaMismatch(
+              resource,
+              def.name,
+              `${def.name} is ${typeName(def)} in the ${resource} table; the batch's values are ${typeName(batchDef!)} (batch row ${row + 1})`,
+            );
           }
           src = col;
         }

@@ -32,7 +32,10 @@ export class PointPart extends Part {
     const m = batch.rows;
     return (n) => {
       // Shared coordinates are written by their Latitude/Longitude part.
-      for (const [own, values] of [[this.lat, src?.lat], [this.lon, src?.lon]] as const) {
+      for (const [own, values] of [
+        [this.lat, src?.lat],
+        [this.lon, src?.lon],
+      ] as const) {
         if (!(own instanceof Backing)) continue;
         const a = own.room(n, n + m);
         if (values === undefined) a.fill(0, n, n + m);

@@ -18,7 +18,11 @@ export class LinkPart extends Part {
   private parentKeys: TextColumn | null = null;
   private parentRows = 0;
 
-  constructor(field: string, base: ParentKeyColumn, private readonly link: ParentLink) {
+  constructor(
+    field: string,
+    base: ParentKeyColumn,
+    private readonly link: ParentLink,
+  ) {
     super(field);
     this.parentRow = new Backing(base.parentRow);
     this.unlinked = base.unlinked;
@@ -74,7 +78,14 @@ export class LinkPart extends Part {
           rows[r] = p >= 0 ? p : this.resolve(batch, parent, src.get(r)!, r);
         } else {
           const text = strings(r);
-          if (text === null) throw new DataError({ code: 'MissingParent', file: `${batch.resource} batch`, line: 0, field: this.field, reason: `batch row ${r + 1} has no ${this.field}` });
+          if (text === null)
+            throw new DataError({
+              code: 'MissingParent',
+              file: `${batch.resource} batch`,
+              line: 0,
+              field: this.field,
+              reason: `batch row ${r + 1} has no ${this.field}`,
+            });
           rows[r] = this.resolve(batch, parent, text, r);
         }
       }
@@ -104,7 +115,10 @@ export class LinkPart extends Part {
     const p = parent.rowOfKey(key);
     if (p < 0) {
       throw new DataError({
-        code: 'MissingParent', file: `${batch.resource} batch`, line: 0, field: this.field,
+        code: 'MissingParent',
+        file: `${batch.resource} batch`,
+        line: 0,
+        field: this.field,
         reason: `${this.field} '${key}' (batch row ${row + 1}) matches no Property record`,
       });
     }

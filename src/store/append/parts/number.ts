@@ -16,7 +16,11 @@ export class NumberPart extends Part {
   private readonly validity: Bits;
   readonly baseValues: Float64Array;
 
-  constructor(field: string, private readonly kind: 'number' | 'date', base: NumberColumn | DateColumn) {
+  constructor(
+    field: string,
+    private readonly kind: 'number' | 'date',
+    base: NumberColumn | DateColumn,
+  ) {
     super(field);
     this.baseValues = base.values;
     this.numbers = new Backing(base.values);

@@ -3,9 +3,7 @@
  * from (its older rows had no value).
  */
 import { newBitmap } from '../../../util/bits.js';
-import {
-  BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column,
-} from '../../columns.js';
+import { BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column } from '../../columns.js';
 import { BooleanPart } from './boolean.js';
 import { CollectionPart, DictionaryPart } from './coded.js';
 import { NumberPart, TimestampPart } from './number.js';
