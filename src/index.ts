@@ -54,7 +54,8 @@ export { Engine, DEFAULT_PAGE_SIZE, TOP_LIMITS, PAGE_SNAPSHOT_TTL_MS, MAX_PINNED
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
 export { SnapshotError } from './snapshot/file.js';
 export type { SnapshotErrorCode } from './snapshot/file.js';
-export type { EngineOpenOptions, QueryInput, QueryOptions, QueryResource, QueryResult } from './engine.js';
+export type { EngineOpenOptions, ExplainOptions, Plan, QueryInput, QueryOptions, QueryResource, QueryResult } from './engine.js';
+export type { AccessPath, LookupTerm, OrderStrategy, Page } from './plan/plan.js';
 export { createHandler } from './service/handler.js';
 export type { Handler, HandlerOptions } from './service/handler.js';
 export type { Account, AccountsFile } from './service/accounts.js';
