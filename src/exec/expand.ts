@@ -18,6 +18,8 @@
  * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not.
  *
  * Binding is src/plan/bind-expand.ts; this file runs the bound expansions against one store.
+ * `ChildRows` (one navigation property's children of a listing) is also what navigation paths,
+ * `Property('K')/Media`, read through (src/exec/navigate.ts), so the two cannot disagree.
  */
 import type { BoundExpansion, ExpansionName } from '../plan/bind-expand.js';
 import { PREFERRED_MEDIA_MAX } from '../plan/bind-expand.js';
