@@ -1,7 +1,8 @@
 /**
  * The Engine: the public API over the stages. `Engine.open(...)` loads a data set (src/store) or
  * a snapshot (src/snapshot) and builds its indexes; `engine.query(resource, query, { sources })`
- * answers the query options of SERVICE.md §3 with the envelope of §5; `engine.explain(...)` says
+ * answers the query options of SERVICE.md §3 with the envelope of §5 (`engine.navigate(...)` the
+ * same for a navigation path, `Property('K')/Media`); `engine.explain(...)` says
  * how; upsert/remove/apply change the data while queries run (src/live). A query is planned
  * (src/plan: parse, bind, choose an access path; plans are data, cached across changes) and
  * executed on one generation (src/exec), with visibility applied at the root (src/live).
@@ -20,7 +21,8 @@ import { isVisible, liveRowOf, rowVisibility } from './live/visibility.js';
 import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
 import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
-import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS } from './plan/planner.js';
+import { EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './plan/bind-expand.js';
+import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest } from './plan/planner.js';
 import type { TableSchema } from './schema/table-schema.js';
 import type { ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
@@ -29,7 +31,11 @@ import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.
 import type { Store } from './store/store.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
-export type { Plan, QueryResource, QueryResult };
+export type { ExpansionName as NavigationName, NavigationRequest, Plan, QueryResource, QueryResult };
+/** Property's navigation properties and the resource each leads to (`$expand` and navigation paths). */
+export const NAVIGATION_PROPERTIES = EXPANSIONS;
+/** $top maximum of a navigation path (and of a nested $top in $expand), by the resource it leads to. */
+export const NAVIGATION_TOP_LIMITS = EXPAND_TOP_LIMITS;
 
 export interface EngineOpenOptions {
   /**
@@ -68,6 +74,8 @@ export interface QueryOptions {
 export interface ExplainOptions extends QueryOptions {
   /** 'text' (default): one line per decision; 'json': the Plan itself, as data. */
   readonly format?: 'text' | 'json';
+  /** Explain the navigation path `resource('key')/name` instead (see `navigate`). */
+  readonly navigation?: NavigationRequest;
 }
 
 /** A query string of OData options (already percent-decoded), or its options as an object. */
@@ -242,6 +250,27 @@ export class Engine {
   }
 
   /**
+   * A navigation path, `Property('KEY')/Media` (also `OpenHouse`, `PropertyChange`,
+   * `PreferredMedia`): the listing's children that `$expand=<navigation>` gives on it, in the same
+   * order, as a collection that takes the query options of `query` ($filter, $select, $orderby,
+   * $top, $skip, $count, $ignorenulls, $apply over the child resource) with the same paging,
+   * `maxPageSize` and envelope; the nextLink repeats the path (`Property('KEY')/Media?$skip=10&...`).
+   * Throws a QueryError: `UnknownNavigationProperty` for a name Property does not have,
+   * `EntityNotFound` when no live listing with the key is visible to the caller's sources (the same
+   * whether it exists in another source or not), and the query's own codes.
+   */
+  navigate(resource: QueryResource, key: string, navigation: string, query: QueryInput, options: QueryOptions = {}): QueryResult {
+    const text = queryText(query);
+    const { gen, token } = this.generations.forQuery(text);
+    const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize, navigation: { key, name: navigation } }, statisticsOf(gen));
+    // the children are visible through their listing: the plan's rows are checked against Property's visibility
+    const visible = rowVisibility(gen, gen.store.Property, options.sources);
+    const result = execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
+    return result;
+  }
+
+  /**
    * One record by key (`Property('KEY')`), with the query's $select, $expand and $ignorenulls
    * applied (its other options do not apply to one record and are not read), or null when no live record with the key is visible to the caller's sources.
    */
@@ -262,7 +291,7 @@ export class Engine {
     const text = queryText(query);
     const { gen } = this.generations.forQuery(text);
     const stats = statisticsOf(gen);
-    const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, stats);
+    const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize, navigation: options.navigation }, stats);
     if (options.format === 'json') return plan;
     const a = plan.access;
     const accessRows = a.kind === 'scan' ? stats.rowCount(resource) : a.kind === 'range' ? stats.rangeRows(resource, a.field, conjuncts(plan.filter)) : null;

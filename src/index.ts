@@ -50,11 +50,30 @@ export type { DataErrorInfo } from './store/errors.js';
 export type { LoadReport, ResourceLoadReport } from './store/store.js';
 export type { LocalFieldInfo } from './store/ingest.js';
 export type { EdmType, FieldDef, FieldOrigin, ResourceName } from './schema/types.js';
-export { Engine, DEFAULT_PAGE_SIZE, TOP_LIMITS, PAGE_SNAPSHOT_TTL_MS, MAX_PINNED_GENERATIONS, COMPACT_FRACTION } from './engine.js';
+export {
+  Engine,
+  DEFAULT_PAGE_SIZE,
+  TOP_LIMITS,
+  NAVIGATION_PROPERTIES,
+  NAVIGATION_TOP_LIMITS,
+  PAGE_SNAPSHOT_TTL_MS,
+  MAX_PINNED_GENERATIONS,
+  COMPACT_FRACTION,
+} from './engine.js';
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
 export { SnapshotError } from './snapshot/file.js';
 export type { SnapshotErrorCode } from './snapshot/file.js';
-export type { EngineOpenOptions, ExplainOptions, Plan, QueryInput, QueryOptions, QueryResource, QueryResult } from './engine.js';
+export type {
+  EngineOpenOptions,
+  ExplainOptions,
+  NavigationName,
+  NavigationRequest,
+  Plan,
+  QueryInput,
+  QueryOptions,
+  QueryResource,
+  QueryResult,
+} from './engine.js';
 export type { AccessPath, LookupTerm, OrderStrategy, Page } from './plan/plan.js';
 export { createHandler } from './service/handler.js';
 export type { Handler, HandlerOptions } from './service/handler.js';

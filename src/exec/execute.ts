@@ -8,7 +8,8 @@
  * Per query: visibility (the caller's sources and the generation's live rows, src/live) is applied
  * at the root; the filter becomes closures over columns (src/exec/compile.ts), less the conjuncts
  * the access path answers exactly; then one of the order strategies produces the rows in order,
- * and src/exec/page.ts cuts the page and builds the envelope.
+ * and src/exec/page.ts cuts the page and builds the envelope. A navigation path's plan (access
+ * path `children`) reads one listing's children instead (src/exec/navigate.ts).
  */
 import type { TableAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
@@ -32,11 +33,15 @@ import { collectRange, rangeOf } from './range.js';
 import { collectScan } from './scan.js';
 import { collectSearch, SearchResults, type PreparedCall } from './search.js';
 import { collectText } from './text.js';
+import { NavigationRows } from './navigate.js';
 import { keyLowerBound, walkBits, walkOrder } from './walk.js';
 
 /** What one query brings to the executor besides its plan. */
 export interface ExecContext {
-  /** Row visibility of the queried table (live rows, the caller's sources), or null for every row. */
+  /**
+   * Row visibility of the queried table (live rows, the caller's sources), or null for every row;
+   * for a navigation path, of Property (its children are visible through their listing).
+   */
   readonly visible: ((row: number) => boolean) | null;
   /** The caller's sources (undefined: all). */
   readonly sources: readonly string[] | undefined;
@@ -76,6 +81,28 @@ function compiledOf(plan: Plan, gen: Generation): Compiled {
 export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryResult {
   const { table, access, calls, expansions } = compiledOf(plan, gen);
   const { visible, nowMs } = ctx;
+  // How many ordered rows we need: the page, plus one to know whether more remain.
+  const need = plan.page.skip + plan.page.rows + 1;
+  if (plan.access.kind === 'children') {
+    const children = new NavigationRows(plan, plan.access, gen, visible, nowMs);
+    if (plan.grouping) {
+      const groups = runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
+      return respond(
+        plan,
+        ctx,
+        groups.order,
+        () => groups.count,
+        (g) => groups.record(g),
+      );
+    }
+    return respond(
+      plan,
+      ctx,
+      children.ordered(need),
+      () => children.all().length,
+      (row) => project(plan, table, row, nowMs, null, null),
+    );
+  }
   const searches = new SearchResults(gen, table.rowCount, calls);
   const geoTests = new Map<Bound, (row: number) => boolean>();
   const geoTest = (node: Extract<Bound, { kind: 'geo' }>): ((row: number) => boolean) => {
@@ -136,8 +163,6 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
   };
   const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible);
 
-  // How many ordered rows we need: the page, plus one to know whether more remain.
-  const need = plan.page.skip + plan.page.rows + 1;
   const strategy = plan.strategy;
   if (plan.grouping) {
     const groups = runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });

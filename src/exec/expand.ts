@@ -18,9 +18,13 @@
  * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not.
  *
  * Binding is src/plan/bind-expand.ts; this file runs the bound expansions against one store.
+ * `ChildRows` (one navigation property's children of a listing) is also what navigation paths,
+ * `Property('K')/Media`, read through (src/exec/navigate.ts), so the two cannot disagree.
  */
-import type { BoundExpansion } from '../plan/bind-expand.js';
+import type { BoundExpansion, ExpansionName } from '../plan/bind-expand.js';
 import { PREFERRED_MEDIA_MAX } from '../plan/bind-expand.js';
+import type { Bound } from '../plan/bound.js';
+import type { ChildResourceName } from '../schema/types.js';
 import { getBit } from '../util/bits.js';
 import type { Children } from '../store/children.js';
 import type { JsonValue } from '../store/columns.js';
@@ -39,22 +43,140 @@ export interface ExpandEnv {
   readonly visible: ((row: number) => boolean) | null;
 }
 
-/** Evaluators of one expansion, compiled for one clock reading. */
-interface Compiled {
-  readonly item: BoundExpansion;
+/**
+ * What finding a listing's children needs of a navigation property: the parts an expansion
+ * (BoundExpansion) and a navigation path (`Property('K')/Media`, src/exec/navigate.ts) share.
+ */
+export interface ChildQuery {
+  readonly name: ExpansionName;
+  readonly resource: ChildResourceName;
+  /** The nested $filter (a navigation path's $filter), or null. */
+  readonly filter: Bound | null;
+  /** $orderby keys; empty for the navigation property's default order. */
+  readonly order: ReadonlyArray<{ readonly expr: Bound; readonly descending: boolean }>;
+}
+
+/**
+ * One navigation property of Property compiled over a store for one clock reading: the children of
+ * a listing as `$expand` returns them (filter, order, then skip and top). Expansions and
+ * navigation paths both read children through it, so they cannot disagree.
+ */
+export class ChildRows {
   readonly table: Table;
-  readonly index: Children;
-  /** The nested $filter, or null. */
-  readonly accept: Evaluator | null;
-  readonly keys: readonly SortKey[];
+  private readonly index: Children;
+  /** The $filter, or null. */
+  private readonly accept: Evaluator | null;
+  private readonly keys: readonly SortKey[];
   /** PreferredMedia only: whether a Media row is a photo / the preferred photo. */
-  readonly photo: ((row: number) => boolean) | null;
-  readonly preferred: ((row: number) => boolean) | null;
+  private readonly photo: ((row: number) => boolean) | null;
+  private readonly preferred: ((row: number) => boolean) | null;
+
+  constructor(
+    store: Store,
+    readonly query: ChildQuery,
+    nowMs: number,
+  ) {
+    const none = (): boolean => false;
+    const table = store.table(query.resource);
+    const cc = { table, nowMs, searchHit: none, geoTest: () => none };
+    const preferredMedia = query.name === 'PreferredMedia';
+    this.table = table;
+    this.index = store.children[query.resource];
+    this.accept = query.filter ? compile(query.filter, cc) : null;
+    this.keys = query.order.map((k) => ({ read: compile(k.expr, cc), descending: k.descending }));
+    this.photo = preferredMedia ? photoTest(table) : null;
+    this.preferred = preferredMedia ? preferredTest(table) : null;
+  }
+
+  /** The children of the listing at Property row `parentRow`, in order, after the filter, the order, `skip` and `top`. */
+  of(parentRow: number, skip: number, top: number): ArrayLike<number> {
+    return this.photo !== null ? this.preferredRows(parentRow, skip, top) : this.childRows(parentRow, skip, top);
+  }
+
+  /** The listing's children after $filter, $orderby, $skip, $top. */
+  private childRows(parentRow: number, skip: number, top: number): ArrayLike<number> {
+    const kids = this.index.childrenOf(parentRow);
+    const accept = this.accept;
+    if (this.keys.length === 0) {
+      // default order: the index order, read in place up to $skip + $top
+      if (accept === null) return kids.subarray(Math.min(skip, kids.length), Math.min(kids.length, skip + top));
+      const out: number[] = [];
+      let skipped = 0;
+      for (let i = 0; i < kids.length && out.length < top; i++) {
+        const r = kids[i];
+        if (accept(r) !== true) continue;
+        if (skipped < skip) skipped++;
+        else out.push(r);
+      }
+      return out;
+    }
+    const matched = accept === null ? kids : kids.filter((r) => accept(r) === true);
+    const ordered = this.orderSiblings(matched, Math.min(matched.length, skip + top));
+    return ordered.subarray(Math.min(skip, ordered.length));
+  }
+
+  /**
+   * The first `limit` of `rows` (children of one listing) in the $orderby, ties by key.
+   * orderRows runs over positions 0..n-1 so that the key tie-break is the rank among these rows.
+   */
+  private orderSiblings(rows: Uint32Array, limit: number): Uint32Array {
+    const n = rows.length;
+    if (n === 0 || limit === 0) return new Uint32Array(0);
+    const positions = new Uint32Array(n);
+    for (let i = 0; i < n; i++) positions[i] = i;
+    const keys = new Array<string>(n);
+    for (let i = 0; i < n; i++) keys[i] = this.table.keyOf(rows[i]);
+    const byKey = positions.slice().sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+    const rank = new Uint32Array(n);
+    for (let i = 0; i < n; i++) rank[byKey[i]] = i;
+    const sortKeys: SortKey[] = this.keys.map((k) => ({ read: (pos: number) => k.read(rows[pos]), descending: k.descending }));
+    const order = orderRows(positions, sortKeys, rank, limit);
+    const out = new Uint32Array(order.length);
+    for (let i = 0; i < order.length; i++) out[i] = rows[order[i]];
+    return out;
+  }
+
+  /**
+   * PreferredMedia: at most two photos (MediaCategory 'Photo' or null) among the listing's Media
+   * rows that pass the $filter — the preferred photo (PreferredPhotoYN true; the first in the
+   * default order, i.e. the lowest Order, ties by MediaKey) first, then the first other photo in
+   * that order. The rows are already in that order, so the walk stops once it holds a preferred
+   * photo and two photos; only a listing without a preferred photo is read to the end, and even
+   * then only two columns per row. $orderby, $skip and $top then apply to these (≤ 2) rows.
+   */
+  private preferredRows(parentRow: number, skip: number, top: number): ArrayLike<number> {
+    const kids = this.index.childrenOf(parentRow);
+    const photo = this.photo!;
+    const preferred = this.preferred!;
+    const accept = this.accept;
+    let first = -1; // first photo
+    let second = -1; // second photo
+    let pref = -1; // first preferred photo
+    for (let i = 0; i < kids.length; i++) {
+      const r = kids[i];
+      if (!photo(r) || (accept !== null && accept(r) !== true)) continue;
+      if (first < 0) first = r;
+      else if (second < 0) second = r;
+      if (pref < 0 && preferred(r)) pref = r;
+      if (pref >= 0 && second >= 0) break;
+    }
+    const picked: number[] = [];
+    if (pref >= 0) {
+      picked.push(pref);
+      const other = first !== pref ? first : second;
+      if (other >= 0) picked.push(other);
+    } else {
+      if (first >= 0) picked.push(first);
+      if (second >= 0) picked.push(second);
+    }
+    const ordered = this.keys.length === 0 ? picked : this.orderSiblings(Uint32Array.from(picked), PREFERRED_MEDIA_MAX);
+    return ordered.slice(Math.min(skip, ordered.length), skip + top);
+  }
 }
 
 /** A request's bound expansions over one store; adds them to records with `expandInto`. */
 export class Expansions {
-  private compiled: readonly Compiled[] | null = null;
+  private compiled: readonly ChildRows[] | null = null;
   private compiledAt = NaN;
 
   constructor(
@@ -70,121 +192,32 @@ export class Expansions {
     if (env.visible !== null && !env.visible(parentRow)) {
       throw new Error(`expansion asked for Property row ${parentRow}, which the caller may not see`);
     }
-    for (const c of this.compile(env.nowMs)) {
-      const rows = c.photo !== null ? preferredRows(c, parentRow) : childRows(c, parentRow);
-      const out = new Array<JsonValue>(rows.length);
-      const fields = c.item.select ?? undefined;
-      for (let i = 0; i < rows.length; i++) {
-        const child = c.table.record(rows[i], fields, env.nowMs);
-        if (env.ignoreNulls) for (const k of Object.keys(child)) if (child[k] === null) delete child[k];
-        out[i] = child;
-      }
-      record[c.item.name] = out;
+    const compiled = this.compile(env.nowMs);
+    for (let e = 0; e < compiled.length; e++) {
+      const item = this.items[e];
+      const rows = compiled[e].of(parentRow, item.skip, item.top);
+      record[item.name] = childRecords(compiled[e].table, rows, item.select, env);
     }
   }
 
-  private compile(nowMs: number): readonly Compiled[] {
+  private compile(nowMs: number): readonly ChildRows[] {
     if (this.compiled !== null && this.compiledAt === nowMs) return this.compiled;
-    const none = (): boolean => false;
-    this.compiled = this.items.map((item): Compiled => {
-      const table = this.store.table(item.resource);
-      const cc = { table, nowMs, searchHit: none, geoTest: () => none };
-      const preferredMedia = item.name === 'PreferredMedia';
-      return {
-        item,
-        table,
-        index: this.store.children[item.resource],
-        accept: item.filter ? compile(item.filter, cc) : null,
-        keys: item.order.map((k) => ({ read: compile(k.expr, cc), descending: k.descending })),
-        photo: preferredMedia ? photoTest(table) : null,
-        preferred: preferredMedia ? preferredTest(table) : null,
-      };
-    });
+    this.compiled = this.items.map((item) => new ChildRows(this.store, item, nowMs));
     this.compiledAt = nowMs;
     return this.compiled;
   }
 }
 
-/** The listing's children the expansion returns, in order, after $filter, $orderby, $skip, $top. */
-function childRows(c: Compiled, parentRow: number): ArrayLike<number> {
-  const kids = c.index.childrenOf(parentRow);
-  const { skip, top } = c.item;
-  const accept = c.accept;
-  if (c.keys.length === 0) {
-    // default order: the index order, read in place up to $skip + $top
-    if (accept === null) return kids.subarray(Math.min(skip, kids.length), Math.min(kids.length, skip + top));
-    const out: number[] = [];
-    let skipped = 0;
-    for (let i = 0; i < kids.length && out.length < top; i++) {
-      const r = kids[i];
-      if (accept(r) !== true) continue;
-      if (skipped < skip) skipped++;
-      else out.push(r);
-    }
-    return out;
+/** The records of child rows: the selected fields (all when null) in schema order, nulls dropped under $ignorenulls. */
+function childRecords(table: Table, rows: ArrayLike<number>, select: readonly string[] | null, env: Pick<ExpandEnv, 'nowMs' | 'ignoreNulls'>): JsonValue[] {
+  const out = new Array<JsonValue>(rows.length);
+  const fields = select ?? undefined;
+  for (let i = 0; i < rows.length; i++) {
+    const child = table.record(rows[i], fields, env.nowMs);
+    if (env.ignoreNulls) for (const k of Object.keys(child)) if (child[k] === null) delete child[k];
+    out[i] = child;
   }
-  const matched = accept === null ? kids : kids.filter((r) => accept(r) === true);
-  const ordered = orderSiblings(c, matched, skip + top);
-  return ordered.subarray(Math.min(skip, ordered.length));
-}
-
-/**
- * The first `limit` of `rows` (children of one listing) in the nested $orderby, ties by key.
- * orderRows runs over positions 0..n-1 so that the key tie-break is the rank among these rows.
- */
-function orderSiblings(c: Compiled, rows: Uint32Array, limit: number): Uint32Array {
-  const n = rows.length;
-  if (n === 0 || limit === 0) return new Uint32Array(0);
-  const positions = new Uint32Array(n);
-  for (let i = 0; i < n; i++) positions[i] = i;
-  const keys = new Array<string>(n);
-  for (let i = 0; i < n; i++) keys[i] = c.table.keyOf(rows[i]);
-  const byKey = positions.slice().sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
-  const rank = new Uint32Array(n);
-  for (let i = 0; i < n; i++) rank[byKey[i]] = i;
-  const sortKeys: SortKey[] = c.keys.map((k) => ({ read: (pos: number) => k.read(rows[pos]), descending: k.descending }));
-  const order = orderRows(positions, sortKeys, rank, limit);
-  const out = new Uint32Array(order.length);
-  for (let i = 0; i < order.length; i++) out[i] = rows[order[i]];
   return out;
-}
-
-/**
- * PreferredMedia: at most two photos (MediaCategory 'Photo' or null) among the listing's Media rows
- * that pass the nested $filter — the preferred photo (PreferredPhotoYN true; the first in the
- * default order, i.e. the lowest Order, ties by MediaKey) first, then the first other photo in
- * that order. The rows are already in that order, so the walk stops once it holds a preferred
- * photo and two photos; only a listing without a preferred photo is read to the end, and even
- * then only two columns per row. Nested $orderby, $skip and $top then apply to these (≤ 2) rows.
- */
-function preferredRows(c: Compiled, parentRow: number): ArrayLike<number> {
-  const kids = c.index.childrenOf(parentRow);
-  const photo = c.photo!;
-  const preferred = c.preferred!;
-  const accept = c.accept;
-  let first = -1; // first photo
-  let second = -1; // second photo
-  let pref = -1; // first preferred photo
-  for (let i = 0; i < kids.length; i++) {
-    const r = kids[i];
-    if (!photo(r) || (accept !== null && accept(r) !== true)) continue;
-    if (first < 0) first = r;
-    else if (second < 0) second = r;
-    if (pref < 0 && preferred(r)) pref = r;
-    if (pref >= 0 && second >= 0) break;
-  }
-  const picked: number[] = [];
-  if (pref >= 0) {
-    picked.push(pref);
-    const other = first !== pref ? first : second;
-    if (other >= 0) picked.push(other);
-  } else {
-    if (first >= 0) picked.push(first);
-    if (second >= 0) picked.push(second);
-  }
-  const { skip, top } = c.item;
-  const ordered = c.keys.length === 0 ? picked : orderSiblings(c, Uint32Array.from(picked), PREFERRED_MEDIA_MAX);
-  return ordered.slice(Math.min(skip, ordered.length), skip + top);
 }
 
 /** Whether a Media row is a photo: MediaCategory 'Photo' or absent; reads the column directly. */

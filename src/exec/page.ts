@@ -4,10 +4,16 @@
  * the `@odata.nextLink` that carries the next $skip, what is left of $top and the $skiptoken that
  * pins the data generation. Context and nextLink are relative to the service root unless a base
  * URL is given (the HTTP service gives its own).
+ *
+ * A navigation path's nextLink repeats its path (`Property('K')/Media?$skip=10&...`). Its context
+ * URL follows the OData JSON Format (context URL of a collection of entities): the entity set the
+ * children belong to when the navigation property is bound to one (`$metadata#Media` for
+ * `/Media` and `/PreferredMedia`), else, for contained entities (PropertyChange has no entity
+ * set), the path to the containment navigation property (`$metadata#Property('K')/PropertyChange`).
  */
 import { printQueryOptions } from '../odata/printer.js';
 import type { ParsedQuery } from '../odata/ast.js';
-import type { Plan } from '../plan/plan.js';
+import { QUERY_RESOURCES, type Plan } from '../plan/plan.js';
 import type { JsonValue } from '../store/columns.js';
 
 export interface QueryResult {
@@ -40,7 +46,7 @@ export function respond(
   const page = skip < pageEnd ? ordered.subarray(skip, pageEnd) : new Uint32Array(0);
   const more = ordered.length > skip + rows && (top === undefined || rows < top);
   const value = page.length ? Array.from(page, project) : [];
-  const context = `${ctx.base}$metadata#${plan.resource}`;
+  const context = `${ctx.base}$metadata#${contextOf(plan)}`;
   const nextLink = more ? `${ctx.base}${nextPageOf(plan, ctx.token)}` : undefined;
   // key order: context, count, value, nextLink
   return {
@@ -55,7 +61,19 @@ export function respond(
 function nextPageOf(plan: Plan, token: string): string {
   const { skip, rows, top } = plan.page;
   const next: ParsedQuery = { ...plan.query, skip: skip + rows, skiptoken: token, ...(top !== undefined ? { top: top - rows } : {}) };
-  return `${plan.resource}?${printQueryOptions(next)
+  return `${pathOf(plan)}?${printQueryOptions(next)
     .map(([name, v]) => `${name}=${encodeURIComponent(v)}`)
     .join('&')}`;
+}
+
+/** The resource path a plan reads: its resource, or a navigation path `Property('K')/Media`. */
+function pathOf(plan: Plan): string {
+  const a = plan.access;
+  return a.kind === 'children' ? `${a.parent}('${encodeURIComponent(a.key.replace(/'/g, "''"))}')/${a.navigation}` : plan.resource;
+}
+
+/** The context URL's fragment: the entity set of the rows, or the path of contained ones. */
+function contextOf(plan: Plan): string {
+  const topLevel = (QUERY_RESOURCES as readonly string[]).includes(plan.resource);
+  return topLevel ? plan.resource : pathOf(plan);
 }

@@ -41,6 +41,8 @@ function describeAccess(s: AccessPath, size: number | null): string {
       return `range of ${s.field} (sorted permutation, ${size ?? '?'} rows)`;
     case 'text':
       return `hash lookup ${s.field} eq '${s.value}'${n}`;
+    case 'children':
+      return `children of ${s.parent}('${s.key.replace(/'/g, "''")}') through ${s.navigation} (child index)`;
   }
 }
 
@@ -52,9 +54,17 @@ function describeOrder(s: OrderStrategy, order: readonly BoundOrderKey[]): strin
       return `ranked top-k by relevance (impact-ordered postings, early stop)`;
     case 'walk':
       return `ordered walk of ${s.field} ${s.descending ? 'desc' : 'asc'} (sorted permutation, stops at the page)`;
+    case 'siblings':
+      return order.length ? `the children's ${describeKeys(order)}, key (among the siblings)` : "the navigation property's default order (child index)";
     case 'heap':
-      return `all matches, then top-k heap on ${order.map((k) => (k.kind === 'relevance' ? 'relevance desc' : `${k.expr.kind === 'field' ? k.expr.field.name : 'expression'} ${k.descending ? 'desc' : 'asc'}`)).join(', ')}, key`;
+      return `all matches, then top-k heap on ${describeKeys(order)}, key`;
   }
+}
+
+function describeKeys(order: readonly BoundOrderKey[]): string {
+  return order
+    .map((k) => (k.kind === 'relevance' ? 'relevance desc' : `${k.expr.kind === 'field' ? k.expr.field.name : 'expression'} ${k.descending ? 'desc' : 'asc'}`))
+    .join(', ');
 }
 
 /** The grouping as explain() reports it. */

@@ -12,8 +12,9 @@
 import type { ParsedQuery } from '../odata/ast.js';
 import type { BoundOrderKey } from './bind.js';
 import type { BoundGrouping } from './bind-apply.js';
-import type { BoundExpansion } from './bind-expand.js';
+import type { BoundExpansion, ExpansionName } from './bind-expand.js';
 import type { Bound } from './bound.js';
+import type { ChildResourceName } from '../schema/types.js';
 
 export type QueryResource = 'Property' | 'Media' | 'OpenHouse';
 export const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse'];
@@ -39,7 +40,13 @@ export type AccessPath =
   /** `TextField eq 'v'`: the key index, or a hash of the text column. */
   | { readonly kind: 'text'; readonly node: Bound; readonly field: string; readonly value: string }
   /** Top-level comparisons of a numeric field with constants: a binary-searched slice of its sorted permutation. */
-  | { readonly kind: 'range'; readonly field: string };
+  | { readonly kind: 'range'; readonly field: string }
+  /**
+   * A navigation path `Property('K')/<navigation>`: the live children of that one listing, found as
+   * `$expand=<navigation>` finds them (the store's ChildIndex; src/exec/navigate.ts). The plan's
+   * filter, order and projection are over the child resource.
+   */
+  | { readonly kind: 'children'; readonly parent: 'Property'; readonly key: string; readonly navigation: ExpansionName };
 
 export type OrderStrategy =
   /** Key ascending (no $orderby, or only the key). */
@@ -49,7 +56,12 @@ export type OrderStrategy =
   /** One numeric field with $top and no $count: walk its sorted permutation, stop at the page. */
   | { readonly kind: 'walk'; readonly field: string; readonly descending: boolean }
   /** Every match, then a top-k heap on the keys (key last). */
-  | { readonly kind: 'heap' };
+  | { readonly kind: 'heap' }
+  /**
+   * A navigation path's children in the order `$expand` gives them: the navigation property's
+   * default order read in place, or the $orderby among the siblings, ties by key.
+   */
+  | { readonly kind: 'siblings' };
 
 export interface Page {
   readonly skip: number;
@@ -60,7 +72,8 @@ export interface Page {
 }
 
 export interface Plan {
-  readonly resource: QueryResource;
+  /** The resource of the rows returned: the queried one, or a navigation path's target (Media for `Property('K')/PreferredMedia`). */
+  readonly resource: QueryResource | ChildResourceName;
   /** The query options as parsed (a nextLink prints them back with the next page's $skip). */
   readonly query: ParsedQuery;
   /** `$filter` and every `$apply` filter step as one bound conjunction, or null. */

@@ -10,7 +10,9 @@
  * - `text`: `TextField eq 'v'` (the key index, or a hash of the column built on first use);
  * - `range`: top-level comparisons of a numeric column with constants (a binary-searched slice of
  *   the column's sorted permutation, built on first use);
- * - `scan`: every row.
+ * - `scan`: every row;
+ * - `children`: a navigation path's listing's children (`Property('K')/Media`): no other path is
+ *   considered, since one listing's children are few and already grouped by the ChildIndex.
  *
  * Visibility (the caller's sources) is not part of a plan: the executor applies it at the root of
  * every plan, before anything else, so one plan serves every caller.
@@ -22,10 +24,10 @@ import { QueryError } from '../errors.js';
 import { spanOf, type ParsedQuery } from '../odata/ast.js';
 import { parseQuery } from '../odata/parse-query.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import type { ResourceName } from '../schema/types.js';
+import type { ChildResourceName, ResourceName } from '../schema/types.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
 import { bindApply } from './bind-apply.js';
-import { bindExpand } from './bind-expand.js';
+import { bindExpand, EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './bind-expand.js';
 import type { Bound } from './bound.js';
 import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, type Plan, type QueryResource, type SearchNode } from './plan.js';
 
@@ -59,6 +61,20 @@ export interface PlanRequest {
   readonly text: string;
   /** The client's `Prefer: odata.maxpagesize=N`. */
   readonly maxPageSize?: number;
+  /** A navigation path `resource('key')/name`: the query is over that listing's children. */
+  readonly navigation?: NavigationRequest;
+}
+
+/** A navigation path's key and navigation property, as the caller names them. */
+export interface NavigationRequest {
+  readonly key: string;
+  readonly name: string;
+}
+
+/** A navigation path, resolved: its access path and the resource its rows are of. */
+interface Navigation {
+  readonly access: Extract<AccessPath, { kind: 'children' }>;
+  readonly resource: ChildResourceName;
 }
 
 /**
@@ -70,15 +86,38 @@ export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
   if (!QUERY_RESOURCES.includes(request.resource)) {
     throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query Property, Media or OpenHouse.`);
   }
+  const nav = request.navigation ? navigationOf(request.resource, request.navigation) : null;
   try {
-    return planParsed(request, parseQuery(request.text, { spans: false }), stats);
+    return planParsed(request, parseQuery(request.text, { spans: false }), stats, nav);
   } catch (err) {
     if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
-    return planParsed(request, parseQuery(request.text, { spans: true }), stats);
+    return planParsed(request, parseQuery(request.text, { spans: true }), stats, nav);
   }
 }
 
-function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics): Plan {
+/**
+ * A navigation path's navigation property, checked: one of Property's (bind-expand.ts EXPANSIONS,
+ * the one declaration of them), else `UnknownNavigationProperty` (a 404 over HTTP: the path
+ * names no resource).
+ */
+function navigationOf(resource: QueryResource, { key, name }: NavigationRequest): Navigation {
+  const valid = Object.keys(EXPANSIONS).join(', ');
+  const shown = name.slice(0, 100);
+  if (resource !== 'Property') {
+    throw new QueryError(
+      'UnknownNavigationProperty',
+      `${resource} has no navigation properties ('${shown}'); navigation paths start at Property('KEY'): ${valid}.`,
+    );
+  }
+  if (!Object.hasOwn(EXPANSIONS, name)) {
+    throw new QueryError('UnknownNavigationProperty', `Property has no navigation property '${shown}'; use one of ${valid}.`);
+  }
+  const navigation = name as ExpansionName;
+  return { access: { kind: 'children', parent: 'Property', key, navigation }, resource: EXPANSIONS[navigation] };
+}
+
+function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics, nav: Navigation | null): Plan {
+  const resource = nav?.resource ?? queried;
   const schema = stats.schemaOf(resource);
   const span = (node: object) => spanOf(parsed, node);
   const expand = parsed.expand ? bindExpand(parsed.expand, { resource, schemaOf: (r) => stats.schemaOf(r), spanOf: span }) : null;
@@ -93,7 +132,7 @@ function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery,
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
   const select = parsed.select && !grouping ? (bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null) : null;
 
-  const limit = TOP_LIMITS[resource];
+  const limit = nav ? EXPAND_TOP_LIMITS[nav.resource] : TOP_LIMITS[queried];
   if (parsed.top !== undefined && parsed.top > limit) {
     throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
   }
@@ -104,8 +143,10 @@ function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery,
   // every call is checked (bad terms, min_matches) whether or not it can feed the rows
   const searchSizes = new Map(searches.map((node) => [node, stats.searchRows(node)]));
   const top = conjuncts(filter);
-  const strategy = chooseOrder(order, top, searches, parsed.count === true, parsed.top !== undefined, (name) => stats.rangeRows(resource, name, []) !== null);
-  const access = chooseAccess(resource, top, searchSizes, stats);
+  const strategy: OrderStrategy = nav
+    ? { kind: 'siblings' }
+    : chooseOrder(order, top, searches, parsed.count === true, parsed.top !== undefined, (name) => stats.rangeRows(queried, name, []) !== null);
+  const access = nav ? nav.access : chooseAccess(queried, top, searchSizes, stats);
   const answered = answeredBy(access, top);
   return {
     resource,
@@ -237,6 +278,7 @@ export function chooseOrder(
 export function answeredBy(source: AccessPath, top: readonly Bound[]): Set<Bound> {
   switch (source.kind) {
     case 'scan':
+    case 'children':
       return new Set();
     case 'search':
     case 'geo':

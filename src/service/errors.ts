@@ -32,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   NotFound: 404,
   EntityNotFound: 404,
   UnknownResource: 404,
+  UnknownNavigationProperty: 404,
   // 405
   MethodNotAllowed: 405,
   // 413, 414, 431: too large

@@ -7,7 +7,7 @@
  * sources; DESIGN.md "Writes over HTTP"); to every other session the service is read-only.
  */
 import { randomUUID } from 'node:crypto';
-import { TOP_LIMITS, type Engine, type QueryResource, type QueryResult } from '../engine.js';
+import { NAVIGATION_PROPERTIES, NAVIGATION_TOP_LIMITS, TOP_LIMITS, type Engine, type QueryResource, type QueryResult } from '../engine.js';
 import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -205,8 +205,25 @@ export function createHandler(options: HandlerOptions): Handler {
   function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string): Response {
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
-    const result: QueryResult = engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` });
-    // the engine's envelope, written with its records streamed (large pages are chunked)
+    return envelopeResponse(engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` }), applied);
+  }
+
+  /**
+   * A navigation path, `Property('KEY')/Media` (or `Property(ListingKey='KEY')/Media`): the
+   * listing's children as a collection; 404 `UnknownNavigationProperty` for a name Property does
+   * not have, 404 `EntityNotFound` for a listing the account does not see.
+   */
+  function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string): Response {
+    const key = parseKey('Property', literal);
+    const prefer = maxPageSizeOf(request.headers.get('prefer'));
+    const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
+    const applied = prefer === undefined || target === null ? prefer : Math.min(prefer, NAVIGATION_TOP_LIMITS[target]);
+    const result = engine.navigate('Property', key, name, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` });
+    return envelopeResponse(result, applied);
+  }
+
+  /** The engine's envelope, written with its records streamed (large pages are chunked). */
+  function envelopeResponse(result: QueryResult, applied: number | undefined): Response {
     let head = `{"@odata.context":${JSON.stringify(result['@odata.context'])}`;
     if (result['@odata.count'] !== undefined) head += `,"@odata.count":${result['@odata.count']}`;
     head += ',"value":[';
@@ -425,6 +442,12 @@ export function createHandler(options: HandlerOptions): Handler {
       if (segment === '$changes' && session.admin) {
         read('POST');
         return applyChanges(request, session, raw);
+      }
+      // `Property('KEY')/Nav`: the last `)/` ends the key (a key may hold `)/` inside its quotes)
+      const navigated = /^Property\((.*)\)\/([^/]*)$/s.exec(segment);
+      if (navigated) {
+        read();
+        return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base);
       }
       const keyed = /^(Property|Media|OpenHouse)\((.*)\)$/s.exec(segment);
       if (keyed && (keyed[1] === 'Property' || session.admin)) {

@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(8);
+    expect(bodies).toHaveLength(9);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -73,5 +73,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     expect(one).toMatchObject({ '@odata.context': `${server.url}/v1/listings/data/$metadata#Property/$entity`, ListingKey: 'P000000005', City: 'Seattle' });
     expect(paged.value).toHaveLength(4);
     expect(paged['@odata.nextLink'].startsWith(`${server.url}/v1/listings/data/Property?`)).toBe(true);
+    expect(navigated['@odata.context']).toBe(`${server.url}/v1/listings/data/$metadata#Media`);
+    expect(navigated.value).toHaveLength(3);
+    expect(navigated['@odata.count']).toBeGreaterThan(3);
+    for (const m of navigated.value) expect(Object.keys(m)).toEqual(['MediaKey', 'Order']);
   });
 });
