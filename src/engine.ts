@@ -22,7 +22,7 @@ import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
 import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS } from './plan/planner.js';
 import type { TableSchema } from './schema/table-schema.js';
-import type { ResourceName } from './schema/types.js';
+import type { ResourceName, RosterResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
@@ -236,7 +236,8 @@ export class Engine {
     const { gen, token } = this.generations.forQuery(text);
     const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, statisticsOf(gen));
     const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
-    const result = execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const visibleOf = rosterVisibility(gen, options.sources);
+    const result = execute(plan, gen, { visible, visibleOf, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
   }
@@ -252,7 +253,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    return executeRecord(plan, gen, row, { visible, nowMs: this.clock() });
+    return executeRecord(plan, gen, row, { visible, visibleOf: rosterVisibility(gen, options.sources), nowMs: this.clock() });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */
@@ -268,6 +269,15 @@ export class Engine {
     const accessRows = a.kind === 'scan' ? stats.rowCount(resource) : a.kind === 'range' ? stats.rangeRows(resource, a.field, conjuncts(plan.filter)) : null;
     return explainText(plan, { sources: options.sources, accessRows });
   }
+}
+
+/** The caller's visibility of Member and Office rows (what ListAgent, ListOffice, ... may show), each made on first use. */
+function rosterVisibility(gen: Generation, sources: readonly string[] | undefined): (resource: RosterResourceName) => ((row: number) => boolean) | null {
+  const made = new Map<RosterResourceName, ((row: number) => boolean) | null>();
+  return (resource) => {
+    if (!made.has(resource)) made.set(resource, rowVisibility(gen, gen.store.table(resource), sources));
+    return made.get(resource)!;
+  };
 }
 
 function queryText(query: QueryInput): string {

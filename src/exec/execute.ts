@@ -22,7 +22,7 @@ import type { Table } from '../store/table.js';
 import { getBit } from '../util/bits.js';
 import { runApply } from './aggregate.js';
 import { compile, type Evaluator } from './compile.js';
-import { Expansions } from './expand.js';
+import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
@@ -38,6 +38,8 @@ import { keyLowerBound, walkBits, walkOrder } from './walk.js';
 export interface ExecContext {
   /** Row visibility of the queried table (live rows, the caller's sources), or null for every row. */
   readonly visible: ((row: number) => boolean) | null;
+  /** The same for the Member and Office rows expansions reach (ListAgent, ListOffice, ...). */
+  readonly visibleOf: ExpandEnv['visibleOf'];
   /** The caller's sources (undefined: all). */
   readonly sources: readonly string[] | undefined;
   /** The engine clock's now for this query. */
@@ -134,7 +136,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     }
     return collect().length;
   };
-  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible);
+  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.visibleOf);
 
   // How many ordered rows we need: the page, plus one to know whether more remain.
   const need = plan.page.skip + plan.page.rows + 1;
@@ -194,7 +196,12 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
-export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'nowMs'>): Record<string, JsonValue> {
+export function executeRecord(
+  plan: Plan,
+  gen: Generation,
+  row: number,
+  ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs'>,
+): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
-  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible);
+  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf);
 }

@@ -1,7 +1,8 @@
 /**
  * $expand on Property (SERVICE.md §3): `Media`, `OpenHouse`, `PropertyChange` and `PreferredMedia`,
  * each with nested `$select;$filter;$orderby;$top;$skip`, added to each record of a page as JSON
- * arrays after the listing's fields, in the order the request lists them.
+ * arrays after the listing's fields, in the order the request lists them; the single-valued
+ * `ListAgent`, `ListOffice`, ... (a Member or Office record, or null) likewise.
  *
  * Children are found through the store's ChildIndex (offsets per listing row), which already holds
  * each listing's children in the default expand order (Media by Order, OpenHouse by
@@ -15,7 +16,9 @@
  * it holds the preferred photo and another photo (see `preferredPhotos`).
  *
  * Visibility: only children of the page's listings are read, and those passed the caller's
- * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not.
+ * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not. A Member
+ * or Office has a source of its own: it is found by the listing's key field through the target
+ * table's key index (O(1)) and given only when it is live and the caller sees it (else null).
  *
  * Binding is src/plan/bind-expand.ts; this file runs the bound expansions against one store.
  */
@@ -23,7 +26,8 @@ import type { BoundExpansion } from '../plan/bind-expand.js';
 import { PREFERRED_MEDIA_MAX } from '../plan/bind-expand.js';
 import { getBit } from '../util/bits.js';
 import type { Children } from '../store/children.js';
-import type { JsonValue } from '../store/columns.js';
+import type { Column, JsonValue } from '../store/columns.js';
+import type { RosterResourceName } from '../schema/types.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { compile, type Evaluator } from './compile.js';
@@ -37,13 +41,18 @@ export interface ExpandEnv {
   readonly ignoreNulls: boolean;
   /** The caller's visibility of Property rows, or null for every source. */
   readonly visible: ((row: number) => boolean) | null;
+  /** The caller's visibility of a Member or Office row (live rows of its sources), or null for every row. */
+  readonly visibleOf: (resource: RosterResourceName) => ((row: number) => boolean) | null;
 }
 
 /** Evaluators of one expansion, compiled for one clock reading. */
 interface Compiled {
   readonly item: BoundExpansion;
   readonly table: Table;
-  readonly index: Children;
+  /** The listings' children (collections), or null for a reference. */
+  readonly index: Children | null;
+  /** A reference's key field of Property (ListAgentKey, ...), or undefined when the data has none. */
+  readonly link: Column | undefined;
   /** The nested $filter, or null. */
   readonly accept: Evaluator | null;
   readonly keys: readonly SortKey[];
@@ -71,6 +80,10 @@ export class Expansions {
       throw new Error(`expansion asked for Property row ${parentRow}, which the caller may not see`);
     }
     for (const c of this.compile(env.nowMs)) {
+      if (c.index === null) {
+        record[c.item.name] = referenced(c, parentRow, env);
+        continue;
+      }
       const rows = c.photo !== null ? preferredRows(c, parentRow) : childRows(c, parentRow);
       const out = new Array<JsonValue>(rows.length);
       const fields = c.item.select ?? undefined;
@@ -93,7 +106,8 @@ export class Expansions {
       return {
         item,
         table,
-        index: this.store.children[item.resource],
+        index: item.resource === 'Member' || item.resource === 'Office' ? null : this.store.children[item.resource],
+        link: item.reference === null ? undefined : this.store.Property.column(item.reference),
         accept: item.filter ? compile(item.filter, cc) : null,
         keys: item.order.map((k) => ({ read: compile(k.expr, cc), descending: k.descending })),
         photo: preferredMedia ? photoTest(table) : null,
@@ -105,9 +119,26 @@ export class Expansions {
   }
 }
 
+/**
+ * The Member or Office record a listing names (ListAgentKey, ...): the live row with that key,
+ * if the caller sees it and it passes the nested $filter; else null.
+ */
+function referenced(c: Compiled, parentRow: number, env: ExpandEnv): JsonValue {
+  const key = c.link?.json(parentRow, 0);
+  if (typeof key !== 'string') return null;
+  const row = c.table.rowOfKey(key);
+  if (row < 0) return null;
+  const visible = env.visibleOf(c.item.resource as RosterResourceName);
+  if (visible !== null && !visible(row)) return null;
+  if (c.accept !== null && c.accept(row) !== true) return null;
+  const record = c.table.record(row, c.item.select ?? undefined, env.nowMs);
+  if (env.ignoreNulls) for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
+  return record;
+}
+
 /** The listing's children the expansion returns, in order, after $filter, $orderby, $skip, $top. */
 function childRows(c: Compiled, parentRow: number): ArrayLike<number> {
-  const kids = c.index.childrenOf(parentRow);
+  const kids = c.index!.childrenOf(parentRow);
   const { skip, top } = c.item;
   const accept = c.accept;
   if (c.keys.length === 0) {
@@ -158,7 +189,7 @@ function orderSiblings(c: Compiled, rows: Uint32Array, limit: number): Uint32Arr
  * then only two columns per row. Nested $orderby, $skip and $top then apply to these (≤ 2) rows.
  */
 function preferredRows(c: Compiled, parentRow: number): ArrayLike<number> {
-  const kids = c.index.childrenOf(parentRow);
+  const kids = c.index!.childrenOf(parentRow);
   const photo = c.photo!;
   const preferred = c.preferred!;
   const accept = c.accept;

@@ -15,8 +15,8 @@ import type { BoundGrouping } from './bind-apply.js';
 import type { BoundExpansion } from './bind-expand.js';
 import type { Bound } from './bound.js';
 
-export type QueryResource = 'Property' | 'Media' | 'OpenHouse';
-export const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse'];
+export type QueryResource = 'Property' | 'Media' | 'OpenHouse' | 'Member' | 'Office';
+export const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office'];
 
 export type SearchNode = Extract<Bound, { kind: 'search' }>;
 export type GeoNode = Extract<Bound, { kind: 'geo' }>;

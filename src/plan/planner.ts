@@ -33,7 +33,7 @@ import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, 
 export const DEFAULT_PAGE_SIZE = 10;
 
 /** $top maximum per top-level resource (SERVICE.md §3). */
-export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000 };
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000, Member: 50_000, Office: 50_000 };
 
 /**
  * What the planner asks of the data a query will run on: schemas to bind against and result
@@ -68,7 +68,7 @@ export interface PlanRequest {
  */
 export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
   if (!QUERY_RESOURCES.includes(request.resource)) {
-    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query Property, Media or OpenHouse.`);
+    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query ${QUERY_RESOURCES.join(', ')}.`);
   }
   try {
     return planParsed(request, parseQuery(request.text, { spans: false }), stats);

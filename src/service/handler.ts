@@ -61,9 +61,9 @@ export interface HandlerOptions {
 }
 
 const DATA_PREFIX = '/v1/listings/data';
-const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse']);
+const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
-/** What an admin session may do on a collection, on `Property('KEY')`, and on a child's `Media('KEY')`. */
+/** What an admin session may do on a collection, on `Property('KEY')`, and on `Media('KEY')`, `Member('KEY')`, .... */
 const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
 const LISTING_METHODS_ADMIN = 'GET, HEAD, DELETE';
 const CHILD_METHODS_ADMIN = 'DELETE';
@@ -290,7 +290,7 @@ export function createHandler(options: HandlerOptions): Handler {
         if (typeof key === 'string' && key !== '' && !own(r, key) && engine.has(r, key)) {
           throw refuse(`${at}: ${def.key} '${key.slice(0, 100)}' is held by a record this account cannot write; keys are unique across sources.`);
         }
-        // a listing needs one of the sources; a child may leave it out (it is its listing's)
+        // a listing, Member or Office needs one of the sources; a child may leave it out (it is its listing's)
         const osn = rec.OriginatingSystemName;
         const ours = typeof osn === 'string' && sources.includes(osn);
         if (!ours && (def.parent === null || (osn !== undefined && osn !== null))) {
@@ -426,7 +426,7 @@ export function createHandler(options: HandlerOptions): Handler {
         read('POST');
         return applyChanges(request, session, raw);
       }
-      const keyed = /^(Property|Media|OpenHouse)\((.*)\)$/s.exec(segment);
+      const keyed = /^(Property|Media|OpenHouse|Member|Office)\((.*)\)$/s.exec(segment);
       if (keyed && (keyed[1] === 'Property' || session.admin)) {
         const resource = keyed[1] as QueryResource;
         if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);
