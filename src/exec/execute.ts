@@ -196,12 +196,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
-export function executeRecord(
-  plan: Plan,
-  gen: Generation,
-  row: number,
-  ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs'>,
-): Record<string, JsonValue> {
+export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs'>): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
   return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf);
 }

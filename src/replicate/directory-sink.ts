@@ -70,7 +70,10 @@ const WRITE_CHUNK = 1 << 20;
 const fileOf = (resource: ReplicatedResource): string => `${resource}.jsonl`;
 
 export class DirectorySink implements ReplicationSink {
-  private readonly lines = Object.fromEntries(REPLICATED_RESOURCES.map((r) => [r, new Map<string, string>()])) as Record<ReplicatedResource, Map<string, string>>;
+  private readonly lines = Object.fromEntries(REPLICATED_RESOURCES.map((r) => [r, new Map<string, string>()])) as Record<
+    ReplicatedResource,
+    Map<string, string>
+  >;
   /** Child key → its listing's key (linked children only). */
   private readonly parents = { Media: new Map(), OpenHouse: new Map() } as Record<ReplicatedChild, Map<string, string>>;
   private readonly dirty = new Set<ReplicatedResource>();

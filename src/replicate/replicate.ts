@@ -229,9 +229,9 @@ class Replicator {
       }
       throw err;
     }
-    const summary = this.active().map(
-      (r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`,
-    ).join(', ');
+    const summary = this.active()
+      .map((r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`)
+      .join(', ');
     this.progress({ phase: 'done', message: `done: ${summary} (${this.upstream.requests} requests)` });
     return { from: this.upstream.root, resumed, requests: this.upstream.requests, resources: this.counts };
   }

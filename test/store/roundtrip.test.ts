@@ -218,7 +218,7 @@ describe('input paths and formats', () => {
         if (p.resource === 'Property') last = p.bytesRead;
       },
     });
-    expect([...seen]).toEqual(['Property', 'Media', 'OpenHouse', 'PropertyChange']);
+    expect([...seen]).toEqual(['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office']);
     expect(last).toBe(readFileSync(path.join(dir, 'Property.jsonl')).length);
   });
 });
