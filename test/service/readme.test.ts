@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(8);
+    expect(bodies).toHaveLength(9);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, agents] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -67,11 +67,17 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     for (const r of expanded.value) {
       expect(r.Media.length).toBeLessThanOrEqual(2);
       expect(Array.isArray(r.OpenHouse)).toBe(true);
+      expect(Object.keys(r.ListAgent)).toEqual(['MemberKey', 'MemberEmail', 'MemberFullName']);
     }
     expect(grouped.value.length).toBeGreaterThan(3);
     for (const g of grouped.value) expect(Object.keys(g)).toEqual(['City', 'Listings', 'MedianListPrice']);
     expect(one).toMatchObject({ '@odata.context': `${server.url}/v1/listings/data/$metadata#Property/$entity`, ListingKey: 'P000000005', City: 'Seattle' });
     expect(paged.value).toHaveLength(4);
     expect(paged['@odata.nextLink'].startsWith(`${server.url}/v1/listings/data/Property?`)).toBe(true);
+    expect(agents['@odata.count']).toBeGreaterThan(3);
+    expect(agents.value).toHaveLength(3);
+    for (const m of agents.value) expect(Object.keys(m)).toEqual(['MemberKey', 'MemberFullName', 'MemberMlsId', 'OfficeName']);
+    const names = agents.value.map((m: { MemberFullName: string }) => m.MemberFullName.split(' ').reverse().join(' '));
+    expect(names).toEqual([...names].sort());
   });
 });
