@@ -17,13 +17,15 @@ import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
 import { Generations, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS } from './live/generations.js';
-import { isVisible, liveRowOf, rowVisibility } from './live/visibility.js';
+import { isVisible, liveRowOf, rosterVisibility, rowVisibility } from './live/visibility.js';
 import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
 import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
 import { EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './plan/bind-expand.js';
 import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest } from './plan/planner.js';
 import type { TableSchema } from './schema/table-schema.js';
+import { QueryError } from './errors.js';
+import { PROPERTY_REFERENCES } from './schema/catalog.js';
 import type { ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
@@ -244,7 +246,8 @@ export class Engine {
     const { gen, token } = this.generations.forQuery(text);
     const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, statisticsOf(gen));
     const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
-    const result = execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const visibleOf = rosterVisibility(gen, options.sources);
+    const result = execute(plan, gen, { visible, visibleOf, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
   }
@@ -265,9 +268,35 @@ export class Engine {
     const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize, navigation: { key, name: navigation } }, statisticsOf(gen));
     // the children are visible through their listing: the plan's rows are checked against Property's visibility
     const visible = rowVisibility(gen, gen.store.Property, options.sources);
-    const result = execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const visibleOf = rosterVisibility(gen, options.sources);
+    const result = execute(plan, gen, { visible, visibleOf, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
+  }
+
+  /**
+   * A single-valued navigation path, `Property('KEY')/ListAgent` (ListAgent, BuyerAgent,
+   * CoListAgent, CoBuyerAgent: a Member; ListOffice, BuyerOffice, CoListOffice, CoBuyerOffice: an
+   * Office): the record `$expand=<navigation>` gives on that listing, with the query's $select and
+   * $ignorenulls, or null when the listing names none, or names one that is not live or not
+   * visible to the caller's sources. Throws a QueryError: `EntityNotFound` when no live listing
+   * with the key is visible (as `navigate`), `UnknownNavigationProperty` for another name.
+   */
+  navigateOne(resource: QueryResource, key: string, navigation: string, query: QueryInput, options: QueryOptions = {}): Record<string, JsonValue> | null {
+    const reference = resource === 'Property' ? PROPERTY_REFERENCES.find((r) => r.name === navigation) : undefined;
+    if (reference === undefined) {
+      const names = PROPERTY_REFERENCES.map((r) => r.name).join(', ');
+      throw new QueryError(
+        'UnknownNavigationProperty',
+        `${resource} has no single-valued navigation property '${navigation.slice(0, 100)}'; use one of ${names} on Property.`,
+      );
+    }
+    const gen = this.gen;
+    if (!isVisible(gen, 'Property', key, options.sources)) {
+      throw new QueryError('EntityNotFound', `No listing with ListingKey '${key.slice(0, 100)}' is visible to the caller's sources.`);
+    }
+    const named = gen.store.Property.value(liveRowOf(gen, 'Property', key), reference.field);
+    return typeof named === 'string' ? this.entity(reference.target, named, query, options) : null;
   }
 
   /**
@@ -281,7 +310,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    return executeRecord(plan, gen, row, { visible, nowMs: this.clock() });
+    return executeRecord(plan, gen, row, { visible, visibleOf: rosterVisibility(gen, options.sources), nowMs: this.clock() });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */

@@ -362,6 +362,6 @@ describe('CLI', () => {
   it('reports what it wrote', () => {
     const ok = cli('generate', '--listings', '25', '--seed', '3', '--out', tmp());
     expect(ok.status).toBe(0);
-    expect(ok.stdout).toMatch(/^wrote 25 listings, \d+ media, \d+ open houses, \d+ property changes to /);
+    expect(ok.stdout).toMatch(/^wrote 25 listings, \d+ media, \d+ open houses, \d+ property changes, \d+ members, \d+ offices to /);
   });
 });

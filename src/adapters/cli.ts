@@ -95,7 +95,7 @@ function runGenerate(argv: string[]): void {
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write(
     `wrote ${summary.listings} listings, ${summary.media} media, ${summary.openHouses} open houses, ` +
-      `${summary.propertyChanges} property changes to ${values.out} in ${seconds} s\n`,
+      `${summary.propertyChanges} property changes, ${summary.members} members, ${summary.offices} offices to ${values.out} in ${seconds} s\n`,
   );
 }
 

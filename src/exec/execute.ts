@@ -23,7 +23,7 @@ import type { Table } from '../store/table.js';
 import { getBit } from '../util/bits.js';
 import { runApply } from './aggregate.js';
 import { compile, type Evaluator } from './compile.js';
-import { Expansions } from './expand.js';
+import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
@@ -43,6 +43,8 @@ export interface ExecContext {
    * for a navigation path, of Property (its children are visible through their listing).
    */
   readonly visible: ((row: number) => boolean) | null;
+  /** The same for the Member and Office rows expansions reach (ListAgent, ListOffice, ...). */
+  readonly visibleOf: ExpandEnv['visibleOf'];
   /** The caller's sources (undefined: all). */
   readonly sources: readonly string[] | undefined;
   /** The engine clock's now for this query. */
@@ -100,7 +102,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
       ctx,
       children.ordered(need),
       () => children.all().length,
-      (row) => project(plan, table, row, nowMs, null, null),
+      (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf),
     );
   }
   const searches = new SearchResults(gen, table.rowCount, calls);
@@ -161,7 +163,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     }
     return collect().length;
   };
-  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible);
+  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.visibleOf);
 
   const strategy = plan.strategy;
   if (plan.grouping) {
@@ -219,7 +221,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
-export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'nowMs'>): Record<string, JsonValue> {
+export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs'>): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
-  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible);
+  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf);
 }

@@ -15,7 +15,9 @@
  * it holds the preferred photo and another photo (see `preferredPhotos`).
  *
  * Visibility: only children of the page's listings are read, and those passed the caller's
- * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not.
+ * visibility; `expandInto` re-checks it and fails loudly (a defect, not bad input) if not. A Member
+ * or Office has a source of its own: it is found by the listing's key field through the target
+ * table's key index (O(1)) and given only when it is live and the caller sees it (else null).
  *
  * Binding is src/plan/bind-expand.ts; this file runs the bound expansions against one store.
  * `ChildRows` (one navigation property's children of a listing) is also what navigation paths,
@@ -24,10 +26,10 @@
 import type { BoundExpansion, ExpansionName } from '../plan/bind-expand.js';
 import { PREFERRED_MEDIA_MAX } from '../plan/bind-expand.js';
 import type { Bound } from '../plan/bound.js';
-import type { ChildResourceName } from '../schema/types.js';
+import type { ChildResourceName, RosterResourceName } from '../schema/types.js';
 import { getBit } from '../util/bits.js';
 import type { Children } from '../store/children.js';
-import type { JsonValue } from '../store/columns.js';
+import type { Column, JsonValue } from '../store/columns.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { compile, type Evaluator } from './compile.js';
@@ -41,6 +43,8 @@ export interface ExpandEnv {
   readonly ignoreNulls: boolean;
   /** The caller's visibility of Property rows, or null for every source. */
   readonly visible: ((row: number) => boolean) | null;
+  /** The caller's visibility of a Member or Office row (live rows of its sources), or null for every row. */
+  readonly visibleOf: (resource: RosterResourceName) => ((row: number) => boolean) | null;
 }
 
 /**
@@ -175,8 +179,44 @@ export class ChildRows {
 }
 
 /** A request's bound expansions over one store; adds them to records with `expandInto`. */
+/**
+ * A single-valued navigation property (ListAgent, ListOffice, ...) compiled over a store: the
+ * Member or Office record a listing names by its key field, if live, visible and passing the
+ * nested $filter.
+ */
+class Reference {
+  readonly table: Table;
+  /** The key field of Property (ListAgentKey, ...), or undefined when the data has none. */
+  private readonly link: Column | undefined;
+  private readonly accept: Evaluator | null;
+
+  constructor(
+    store: Store,
+    private readonly item: BoundExpansion & { readonly reference: string },
+    nowMs: number,
+  ) {
+    const none = (): boolean => false;
+    this.table = store.table(item.resource);
+    this.link = store.Property.column(item.reference);
+    this.accept = item.filter ? compile(item.filter, { table: this.table, nowMs, searchHit: none, geoTest: () => none }) : null;
+  }
+
+  record(parentRow: number, env: ExpandEnv): JsonValue {
+    const key = this.link?.json(parentRow, 0);
+    if (typeof key !== 'string') return null;
+    const row = this.table.rowOfKey(key);
+    if (row < 0) return null;
+    const visible = env.visibleOf(this.item.resource as RosterResourceName);
+    if (visible !== null && !visible(row)) return null;
+    if (this.accept !== null && this.accept(row) !== true) return null;
+    const record = this.table.record(row, this.item.select ?? undefined, env.nowMs);
+    if (env.ignoreNulls) for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
+    return record;
+  }
+}
+
 export class Expansions {
-  private compiled: readonly ChildRows[] | null = null;
+  private compiled: ReadonlyArray<ChildRows | Reference> | null = null;
   private compiledAt = NaN;
 
   constructor(
@@ -195,14 +235,18 @@ export class Expansions {
     const compiled = this.compile(env.nowMs);
     for (let e = 0; e < compiled.length; e++) {
       const item = this.items[e];
-      const rows = compiled[e].of(parentRow, item.skip, item.top);
-      record[item.name] = childRecords(compiled[e].table, rows, item.select, env);
+      const c = compiled[e];
+      record[item.name] = c instanceof Reference ? c.record(parentRow, env) : childRecords(c.table, c.of(parentRow, item.skip, item.top), item.select, env);
     }
   }
 
-  private compile(nowMs: number): readonly ChildRows[] {
+  private compile(nowMs: number): ReadonlyArray<ChildRows | Reference> {
     if (this.compiled !== null && this.compiledAt === nowMs) return this.compiled;
-    this.compiled = this.items.map((item) => new ChildRows(this.store, item, nowMs));
+    this.compiled = this.items.map((item) =>
+      item.reference !== null
+        ? new Reference(this.store, { ...item, reference: item.reference }, nowMs)
+        : new ChildRows(this.store, { ...item, resource: item.resource as ChildResourceName }, nowMs),
+    );
     this.compiledAt = nowMs;
     return this.compiled;
   }

@@ -5,7 +5,7 @@
 import type { Plan } from '../plan/plan.js';
 import type { JsonValue } from '../store/columns.js';
 import type { Table } from '../store/table.js';
-import type { Expansions } from './expand.js';
+import type { ExpandEnv, Expansions } from './expand.js';
 
 export function project(
   plan: Plan,
@@ -14,11 +14,12 @@ export function project(
   nowMs: number,
   expansions: Expansions | null,
   visible: ((row: number) => boolean) | null,
+  visibleOf: ExpandEnv['visibleOf'],
 ): Record<string, JsonValue> {
   const record = table.record(row, plan.select ?? undefined, nowMs);
   if (plan.ignoreNulls) {
     for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
   }
-  expansions?.expandInto(record, row, { nowMs, ignoreNulls: plan.ignoreNulls, visible });
+  expansions?.expandInto(record, row, { nowMs, ignoreNulls: plan.ignoreNulls, visible, visibleOf });
   return record;
 }

@@ -1,12 +1,12 @@
 /**
- * Writes a whole data directory (SERVICE.md §6): Property, Media, OpenHouse and PropertyChange as
- * JSON Lines, plus accounts.json and mls_profiles.json. Listings are generated and written one at a
+ * Writes a whole data directory (SERVICE.md §6): Property, Media, OpenHouse, PropertyChange,
+ * Member and Office as JSON Lines, plus accounts.json and mls_profiles.json. Listings are generated and written one at a
  * time, so memory stays flat at any size.
  */
 import { scryptSync } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { GeneratorContext, type GeneratedListing, type JsonRecord } from './listing.js';
+import { GeneratorContext, type GeneratedListing, type GeneratedRoster, type JsonRecord } from './listing.js';
 import { Rng } from './prng.js';
 import { MLS_TABLE } from './tables.js';
 
@@ -31,6 +31,8 @@ export interface GenerateSummary {
   readonly media: number;
   readonly openHouses: number;
   readonly propertyChanges: number;
+  readonly members: number;
+  readonly offices: number;
   readonly files: readonly string[];
 }
 
@@ -56,6 +58,12 @@ export function* generateListings(options: GenerateOptions): Generator<Generated
   const { seed, reference } = validate(options);
   const ctx = new GeneratorContext(seed, reference, options.listings);
   for (let i = 0; i < options.listings; i++) yield ctx.listing(i);
+}
+
+/** The Member and Office records of a data set (every agent and office its listings can name). */
+export function generateRoster(options: GenerateOptions): GeneratedRoster {
+  const { seed, reference } = validate(options);
+  return new GeneratorContext(seed, reference, options.listings).roster();
 }
 
 /** Buffered, synchronous line writer: deterministic bytes and no stream back-pressure to manage. */
@@ -95,8 +103,8 @@ export function generateDataset(options: GenerateDatasetOptions): GenerateSummar
   // Write into temporary names and rename at the end, so an interrupted run leaves no half data set
   // under the real names.
   const tmp = (name: string): string => path.join(options.outDir, `.${name}.partial`);
-  const names = ['Property.jsonl', 'Media.jsonl', 'OpenHouse.jsonl', 'PropertyChange.jsonl'] as const;
-  const [property, media, openHouse, change] = names.map((n) => new LineFile(tmp(n)));
+  const names = ['Property.jsonl', 'Media.jsonl', 'OpenHouse.jsonl', 'PropertyChange.jsonl', 'Member.jsonl', 'Office.jsonl'] as const;
+  const [property, media, openHouse, change, member, office] = names.map((n) => new LineFile(tmp(n)));
   const ctx = new GeneratorContext(seed, reference, options.listings);
   const step = Math.max(1, Math.floor(options.listings / 100));
   try {
@@ -108,8 +116,11 @@ export function generateDataset(options: GenerateDatasetOptions): GenerateSummar
       for (const c of l.changes) change.write(c);
       if (options.onProgress && (i + 1) % step === 0) options.onProgress(i + 1, options.listings);
     }
+    const roster = ctx.roster();
+    for (const m of roster.members) member.write(m);
+    for (const o of roster.offices) office.write(o);
   } finally {
-    for (const f of [property, media, openHouse, change]) f.close();
+    for (const f of [property, media, openHouse, change, member, office]) f.close();
   }
   for (const n of names) renameSync(tmp(n), path.join(options.outDir, n));
   writeFileSync(path.join(options.outDir, 'accounts.json'), JSON.stringify(accountsFile(seed), null, 2) + '\n');
@@ -120,6 +131,8 @@ export function generateDataset(options: GenerateDatasetOptions): GenerateSummar
     media: media.count,
     openHouses: openHouse.count,
     propertyChanges: change.count,
+    members: member.count,
+    offices: office.count,
     files: [...names, 'accounts.json', 'mls_profiles.json'],
   };
 }

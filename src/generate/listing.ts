@@ -36,6 +36,7 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 
 interface Member {
+  key: string;
   first: string;
   last: string;
   full: string;
@@ -43,8 +44,15 @@ interface Member {
   office: Office;
 }
 interface Office {
+  key: string;
   name: string;
   mlsId: string;
+}
+
+/** The roster a data set's listings name: every member and office of every MLS's pool. */
+export interface GeneratedRoster {
+  readonly members: JsonRecord[];
+  readonly offices: JsonRecord[];
 }
 interface Street {
   dirPrefix?: string;
@@ -62,6 +70,7 @@ export class GeneratorContext {
   private readonly typeChoice = new Weighted(PROPERTY_TYPES.map(([t, w, subs]) => [[t, new Weighted(subs)] as const, w] as const));
   private readonly cityChoice = new Map<Mls, Weighted<City>>();
   private readonly members = new Map<Mls, Member[]>();
+  private readonly offices = new Map<Mls, Office[]>();
   private readonly streets = new Map<City, Street[]>();
   private readonly remarkChoice = Weighted.zipf(REMARK_PHRASES);
   private readonly lookupChoice = new Map<keyof typeof LOOKUPS, Weighted<number>>();
@@ -77,16 +86,20 @@ export class GeneratorContext {
       const offices: Office[] = [];
       const officeCount = Math.max(8, Math.ceil(membersPerMls / 12));
       for (let o = 0; o < officeCount; o++) {
+        const mlsId = `${mls.idPrefix}O${String(1000 + o * 7)}`;
         offices.push({
+          key: `O-${mlsId}`,
           name: `${rng.pick(OFFICE_WORDS)} ${rng.pick(OFFICE_KINDS)}${o >= OFFICE_WORDS.length ? ` ${rng.pick(mls.cities).name}` : ''}`,
-          mlsId: `${mls.idPrefix}O${String(1000 + o * 7)}`,
+          mlsId,
         });
       }
+      this.offices.set(mls, offices);
       const list: Member[] = [];
       for (let m = 0; m < membersPerMls; m++) {
         const first = rng.pick(FIRST_NAMES);
         const last = rng.pick(LAST_NAMES);
-        list.push({ first, last, full: `${first} ${last}`, mlsId: `${mls.idPrefix}${String(100000 + m * 13)}`, office: rng.pick(offices) });
+        const mlsId = `${mls.idPrefix}${String(100000 + m * 13)}`;
+        list.push({ key: `M-${mlsId}`, first, last, full: `${first} ${last}`, mlsId, office: rng.pick(offices) });
       }
       this.members.set(mls, list);
       for (const city of mls.cities) {
@@ -108,6 +121,65 @@ export class GeneratorContext {
 
   listing(index: number): GeneratedListing {
     return buildListing(this, new Rng(`${this.seed}:listing:${index}`), index);
+  }
+
+  /**
+   * The Member and Office records of every agent and office the listings can name, MLS by MLS in
+   * MLS_TABLE order, in pool order. Contact details come from a stream of their own per MLS, so the
+   * pools (and so the listings) are the same as without a roster.
+   */
+  roster(): GeneratedRoster {
+    const members: JsonRecord[] = [];
+    const offices: JsonRecord[] = [];
+    const day = Math.floor(this.reference / DAY) * DAY;
+    for (const mls of MLS_TABLE) {
+      const rng = new Rng(`${this.seed}:roster:${mls.code}`);
+      const modified = (): string => isoTime(day - rng.int(1, 400) * DAY - rng.int(0, 86_399) * 1000);
+      const phone = (): string => `${String(rng.int(200, 989))}-${String(rng.int(200, 999))}-${String(rng.int(0, 9999)).padStart(4, '0')}`;
+      for (const o of this.offices.get(mls)!) {
+        const city = rng.pick(mls.cities);
+        const domain = `${o.name.toLowerCase().replace(/[^a-z0-9]+/g, '')}.example.com`;
+        offices.push({
+          OfficeKey: o.key,
+          OfficeMlsId: o.mlsId,
+          OfficeName: o.name,
+          OfficePhone: phone(),
+          OfficeEmail: `info@${domain}`,
+          OfficeCity: city.name,
+          OfficeStateOrProvince: city.state,
+          OfficePostalCode: rng.pick(city.postalCodes),
+          OfficeStatus: 'Active',
+          OriginatingSystemName: mls.code,
+          ModificationTimestamp: modified(),
+        });
+      }
+      for (const m of this.members.get(mls)!) {
+        const city = rng.pick(mls.cities);
+        const record: JsonRecord = {
+          MemberKey: m.key,
+          MemberMlsId: m.mlsId,
+          MemberFirstName: m.first,
+          MemberLastName: m.last,
+          MemberFullName: m.full,
+          MemberEmail: `${m.first}.${m.last}.${m.mlsId}@example.com`
+            .normalize('NFKD')
+            .replace(/\p{M}/gu, '')
+            .toLowerCase()
+            .replace(/[^a-z0-9.@]+/g, ''),
+          MemberPreferredPhone: phone(),
+          MemberStateLicense: `${city.state}${String(rng.int(1_000_000, 9_999_999))}`,
+          MemberStateLicenseState: city.state,
+          MemberStatus: rng.chance(0.97) ? 'Active' : 'Inactive',
+          OfficeKey: m.office.key,
+          OfficeMlsId: m.office.mlsId,
+          OfficeName: m.office.name,
+          OriginatingSystemName: mls.code,
+          ModificationTimestamp: modified(),
+        };
+        members.push(record);
+      }
+    }
+    return { members, offices };
   }
 
   // Accessors used by buildListing; kept on the context so the tables are built once.
@@ -424,23 +496,37 @@ function buildListing(ctx: GeneratorContext, rng: Rng, index: number): Generated
   p.ListAgentFirstName = listAgent.first;
   p.ListAgentLastName = listAgent.last;
   p.ListAgentMlsId = listAgent.mlsId;
+  p.ListAgentKey = listAgent.key;
   if (coListAgent) {
     p.CoListAgentFullName = coListAgent.full;
     p.CoListAgentMlsId = coListAgent.mlsId;
+    p.CoListAgentKey = coListAgent.key;
   }
   if (buyerAgent) {
     p.BuyerAgentFullName = buyerAgent.full;
     p.BuyerAgentMlsId = buyerAgent.mlsId;
+    p.BuyerAgentKey = buyerAgent.key;
   }
-  if (coBuyerAgent) p.CoBuyerAgentFullName = coBuyerAgent.full;
+  if (coBuyerAgent) {
+    p.CoBuyerAgentFullName = coBuyerAgent.full;
+    p.CoBuyerAgentKey = coBuyerAgent.key;
+  }
   p.ListOfficeName = listAgent.office.name;
   p.ListOfficeMlsId = listAgent.office.mlsId;
-  if (coListAgent && coListAgent.office !== listAgent.office) p.CoListOfficeName = coListAgent.office.name;
+  p.ListOfficeKey = listAgent.office.key;
+  if (coListAgent && coListAgent.office !== listAgent.office) {
+    p.CoListOfficeName = coListAgent.office.name;
+    p.CoListOfficeKey = coListAgent.office.key;
+  }
   if (buyerAgent) {
     p.BuyerOfficeName = buyerAgent.office.name;
     p.BuyerOfficeMlsId = buyerAgent.office.mlsId;
+    p.BuyerOfficeKey = buyerAgent.office.key;
   }
-  if (coBuyerAgent && buyerAgent && coBuyerAgent.office !== buyerAgent.office) p.CoBuyerOfficeName = coBuyerAgent.office.name;
+  if (coBuyerAgent && buyerAgent && coBuyerAgent.office !== buyerAgent.office) {
+    p.CoBuyerOfficeName = coBuyerAgent.office.name;
+    p.CoBuyerOfficeKey = coBuyerAgent.office.key;
+  }
   if (!rng.chance(0.02)) p.OriginalEntryTimestamp = isoTime(entry);
   p.ListingContractDate = isoDate(contractDate);
   if (onMarket !== undefined) p.OnMarketTimestamp = isoTime(onMarket);

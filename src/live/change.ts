@@ -251,10 +251,11 @@ export class ChangeWriter {
           for (const child of Array.from(children[c].of(row))) if (!isDead(c, child)) killed[c].add(child);
           children[c].drop(row);
         }
-      } else {
+      } else if (r !== 'Member' && r !== 'Office') {
         const p = currentParent(r, row);
         if (p >= 0) children[r].touch(p);
       }
+      // a Member or Office is no one's parent: removing it leaves the listings naming it as they are
     };
 
     for (const op of operations) {
@@ -298,8 +299,9 @@ export class ChangeWriter {
             }
             continue;
           }
-          const c = r;
           if (old >= 0 && !isDead(r, old)) kill(r, old);
+          if (r === 'Member' || r === 'Office') continue;
+          const c = r;
           const link = after.column(def.parent!.field) as ParentKeyColumn;
           const p = link.parentRow[row];
           if (p >= 0 && isDead('Property', p)) {

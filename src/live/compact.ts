@@ -17,7 +17,7 @@ import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
 import type { StoreIndexes, StoreAccess, TableAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
@@ -74,6 +74,10 @@ export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacte
   for (const r of CHILD_RESOURCES) {
     const t = store.table(r);
     tables[r] = yield* gatherTableSteps(t, live(access.of(t)), { table: tables.Property, map: parentMap });
+  }
+  for (const r of ROSTER_RESOURCES) {
+    const t = store.table(r);
+    tables[r] = yield* gatherTableSteps(t, live(access.of(t)), null);
   }
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {

@@ -23,6 +23,7 @@
 import { QueryError } from '../errors.js';
 import { spanOf, type ParsedQuery } from '../odata/ast.js';
 import { parseQuery } from '../odata/parse-query.js';
+import { PROPERTY_REFERENCES } from '../schema/catalog.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
@@ -35,7 +36,7 @@ import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, 
 export const DEFAULT_PAGE_SIZE = 10;
 
 /** $top maximum per top-level resource (SERVICE.md §3). */
-export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000 };
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000, Member: 50_000, Office: 50_000 };
 
 /**
  * What the planner asks of the data a query will run on: schemas to bind against and result
@@ -84,7 +85,7 @@ interface Navigation {
  */
 export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
   if (!QUERY_RESOURCES.includes(request.resource)) {
-    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query Property, Media or OpenHouse.`);
+    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query ${QUERY_RESOURCES.join(', ')}.`);
   }
   const nav = request.navigation ? navigationOf(request.resource, request.navigation) : null;
   try {
@@ -112,8 +113,14 @@ function navigationOf(resource: QueryResource, { key, name }: NavigationRequest)
   if (!Object.hasOwn(EXPANSIONS, name)) {
     throw new QueryError('UnknownNavigationProperty', `Property has no navigation property '${shown}'; use one of ${valid}.`);
   }
+  if (PROPERTY_REFERENCES.some((r) => r.name === name)) {
+    throw new QueryError(
+      'SingleValuedNavigation',
+      `${name} is single-valued (one ${EXPANSIONS[name as ExpansionName]} or none), not a collection: read it as one record.`,
+    );
+  }
   const navigation = name as ExpansionName;
-  return { access: { kind: 'children', parent: 'Property', key, navigation }, resource: EXPANSIONS[navigation] };
+  return { access: { kind: 'children', parent: 'Property', key, navigation }, resource: EXPANSIONS[navigation] as ChildResourceName };
 }
 
 function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics, nav: Navigation | null): Plan {

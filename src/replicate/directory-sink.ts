@@ -1,5 +1,5 @@
 /**
- * The data directory sink: Property.jsonl, Media.jsonl and OpenHouse.jsonl (what
+ * The data directory sink: Property.jsonl, Media.jsonl, OpenHouse.jsonl, Member.jsonl and Office.jsonl (what
  * `Engine.open({ data: dir })` and `reso-engine serve --data` read) plus `.replication.json`, the
  * replication state. accounts.json and mls_profiles.json are optional for the loader: replication
  * neither writes nor touches them.
@@ -45,6 +45,7 @@ import {
   keyOf,
   parentKeyOf,
   REPLICATED_RESOURCES,
+  isReplicatedChild,
   TIMESTAMP,
   type RemovedCounts,
   type ReplicatedChild,
@@ -69,7 +70,10 @@ const WRITE_CHUNK = 1 << 20;
 const fileOf = (resource: ReplicatedResource): string => `${resource}.jsonl`;
 
 export class DirectorySink implements ReplicationSink {
-  private readonly lines = { Property: new Map(), Media: new Map(), OpenHouse: new Map() } as Record<ReplicatedResource, Map<string, string>>;
+  private readonly lines = Object.fromEntries(REPLICATED_RESOURCES.map((r) => [r, new Map<string, string>()])) as Record<
+    ReplicatedResource,
+    Map<string, string>
+  >;
   /** Child key → its listing's key (linked children only). */
   private readonly parents = { Media: new Map(), OpenHouse: new Map() } as Record<ReplicatedChild, Map<string, string>>;
   private readonly dirty = new Set<ReplicatedResource>();
@@ -138,7 +142,7 @@ export class DirectorySink implements ReplicationSink {
       if (resource === 'Property') {
         this.remember(key);
         this.fresh.add(key);
-      } else {
+      } else if (isReplicatedChild(resource)) {
         const parent = parentKeyOf(resource, record);
         if (typeof parent === 'string') this.parents[resource].set(key, parent);
         else this.parents[resource].delete(key);
@@ -154,7 +158,7 @@ export class DirectorySink implements ReplicationSink {
     const counts: RemovedCounts = {};
     const drop = (r: ReplicatedResource, key: string): void => {
       if (!this.lines[r].delete(key)) return;
-      if (r !== 'Property') this.parents[r].delete(key);
+      if (isReplicatedChild(r)) this.parents[r].delete(key);
       this.sources.delete(`${r}\t${key}`);
       counts[r] = (counts[r] ?? 0) + 1;
       this.dirty.add(r);
@@ -240,6 +244,7 @@ export class DirectorySink implements ReplicationSink {
       }
       for (const c of CHILDREN) if (this.dirty.has(c)) install(c);
       if (superset) install('Property');
+      for (const r of REPLICATED_RESOURCES) if (r !== 'Property' && !isReplicatedChild(r) && this.dirty.has(r)) install(r);
       syncDirectory(this.dir);
       this.writeState(state);
     } catch (err) {
@@ -308,7 +313,7 @@ export class DirectorySink implements ReplicationSink {
       if (!(REPLICATED_RESOURCES as readonly string[]).includes(m[1]) || m[2] !== 'jsonl' || m[3] !== undefined) {
         throw new ReplicationError(
           'TargetNotReplica',
-          `the target ${this.dir} holds ${name}; a replica holds only Property.jsonl, Media.jsonl and OpenHouse.jsonl`,
+          `the target ${this.dir} holds ${name}; a replica holds only ${REPLICATED_RESOURCES.map(fileOf).join(', ')}`,
         );
       }
       data = true;
@@ -346,7 +351,7 @@ export class DirectorySink implements ReplicationSink {
         const key = record?.[field];
         if (typeof key !== 'string') throw new ReplicationError('BadState', `${file} line ${n} has no ${field}; the replica was changed by hand`);
         this.lines[resource].set(key, line);
-        if (resource !== 'Property') {
+        if (isReplicatedChild(resource)) {
           const parent = parentKeyOf(resource, record);
           if (typeof parent === 'string') this.parents[resource].set(key, parent);
         }

@@ -1,7 +1,8 @@
 /**
- * `replicate(options)`: pulls Property, Media and OpenHouse from an upstream RESO Web API into a
- * sink (a data directory by default), incrementally by ModificationTimestamp, and removes what the
- * upstream no longer lists. One run:
+ * `replicate(options)`: pulls Property, Media, OpenHouse, Member and Office from an upstream RESO
+ * Web API into a sink (a data directory by default), incrementally by ModificationTimestamp, and
+ * removes what the upstream no longer lists. An upstream without Member or Office (not in its
+ * `$metadata`, or a 404 for the collection) replicates the rest; those are then skipped. One run:
  *
  * 1. `$metadata`: each resource's key and the timestamp field its changes are ordered by.
  * 2. Changes, per resource, listings first: keyset pages `$filter=T ge t and (T gt t or Key gt 'k')`,
@@ -25,7 +26,9 @@ import { CATALOG, compareOrdinal, DERIVED_PROPERTY_FIELDS } from '../schema/cata
 import { DirectorySink } from './directory-sink.js';
 import { ReplicationError } from './errors.js';
 import {
+  isReplicatedChild,
   keyOf,
+  OPTIONAL_RESOURCES,
   parentKeyOf,
   REPLICATED_RESOURCES,
   TIMESTAMP,
@@ -89,7 +92,7 @@ export interface ReplicationResult {
 }
 
 export interface ReplicationProgress {
-  readonly phase: 'changes' | 'keys' | 'removed' | 'backfill' | 'orphans' | 'retry' | 'flush' | 'done';
+  readonly phase: 'changes' | 'keys' | 'removed' | 'backfill' | 'orphans' | 'retry' | 'flush' | 'done' | 'skipped';
   readonly resource?: ReplicatedResource;
   /** One line for a person. */
   readonly message: string;
@@ -165,6 +168,8 @@ interface Position {
 class Replicator {
   private readonly resources = {} as Record<ReplicatedResource, WorkingState>;
   private readonly counts = {} as Record<ReplicatedResource, ResourceCounts>;
+  /** Optional resources this upstream does not offer (skipped in this run). */
+  private readonly absent = new Set<ReplicatedResource>();
   private startedAt = '';
   private finishedAt: string | null = null;
   private status: ReplicationState['status'] = 'running';
@@ -188,6 +193,10 @@ class Replicator {
     const types = entityTypes(await this.upstream.metadata());
     for (const r of REPLICATED_RESOURCES) {
       const info = types.get(r);
+      if (info === undefined && OPTIONAL_RESOURCES.includes(r)) {
+        this.skip(r, 'its $metadata declares no such entity type');
+        continue;
+      }
       if (info === undefined || info.key !== keyOf(r)) {
         throw new ReplicationError('UnsupportedUpstream', `the upstream's $metadata declares no ${r} entity type keyed by ${keyOf(r)}`, {
           url: `${this.upstream.root}/$metadata`,
@@ -202,10 +211,10 @@ class Replicator {
     this.startedAt = new Date(this.now()).toISOString();
     await this.sink.commit(this.state(), false);
     try {
-      for (const r of REPLICATED_RESOURCES) await this.changes(r);
-      for (const r of REPLICATED_RESOURCES) await this.reconcile(r);
+      for (const r of this.active()) await this.changes(r);
+      for (const r of this.active()) await this.reconcile(r);
       // What changed while the passes above ran (a listing modified during the Media pass).
-      for (const r of REPLICATED_RESOURCES) await this.changes(r);
+      for (const r of this.active()) await this.changes(r);
       this.status = 'complete';
       this.finishedAt = new Date(this.now()).toISOString();
       await this.sink.commit(this.state(), true);
@@ -220,16 +229,27 @@ class Replicator {
       }
       throw err;
     }
-    const summary = REPLICATED_RESOURCES.map(
-      (r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`,
-    ).join(', ');
+    const summary = this.active()
+      .map((r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`)
+      .join(', ');
     this.progress({ phase: 'done', message: `done: ${summary} (${this.upstream.requests} requests)` });
     return { from: this.upstream.root, resumed, requests: this.upstream.requests, resources: this.counts };
   }
 
+  /** The resources this run replicates (the optional ones the upstream lacks left out). */
+  private active(): ReplicatedResource[] {
+    return REPLICATED_RESOURCES.filter((r) => !this.absent.has(r));
+  }
+
+  /** Leaves an optional resource out of this run: the upstream does not offer it. */
+  private skip(resource: ReplicatedResource, why: string): void {
+    this.absent.add(resource);
+    this.progress({ phase: 'skipped', resource, message: `${resource}: skipped, the upstream does not offer it (${why})` });
+  }
+
   private state(): ReplicationState {
     const resources: Partial<Record<ReplicatedResource, ResourceState>> = {};
-    for (const r of REPLICATED_RESOURCES) resources[r] = { field: this.resources[r].field, cursor: this.resources[r].cursor };
+    for (const r of this.active()) resources[r] = { field: this.resources[r].field, cursor: this.resources[r].cursor };
     return { version: 1, from: this.upstream.root, status: this.status, startedAt: this.startedAt, finishedAt: this.finishedAt, resources };
   }
 
@@ -239,7 +259,14 @@ class Replicator {
     const key = keyOf(resource);
     const counts = this.counts[resource];
     for (;;) {
-      const page = await this.upstream.page(resource, { ...changesOptions(key, st.field, st.cursor), $top: String(this.pageSize) }, this.pageSize);
+      let page: Page;
+      try {
+        page = await this.upstream.page(resource, { ...changesOptions(key, st.field, st.cursor), $top: String(this.pageSize) }, this.pageSize);
+      } catch (err) {
+        if (!(err instanceof ReplicationError && err.code === 'HttpError' && err.status === 404 && OPTIONAL_RESOURCES.includes(resource))) throw err;
+        this.skip(resource, `${err.url ?? resource} answered 404`);
+        return;
+      }
       let last: Position | null = st.cursor === null ? null : { ms: st.cursor.timestamp === null ? null : Date.parse(st.cursor.timestamp), cursor: st.cursor };
       for (let i = 0; i < page.value.length; i++) {
         const pos = this.positionOf(resource, st.field, page.value[i], page.url, i);
@@ -350,7 +377,7 @@ class Replicator {
    */
   private async place(resource: ReplicatedResource, page: Page): Promise<number> {
     let records = page.value.map((row) => clean(resource, row));
-    if (resource !== 'Property') {
+    if (isReplicatedChild(resource)) {
       const absent = new Set<string>();
       for (const r of records) {
         const parent = parentKeyOf(resource, r);

@@ -10,9 +10,16 @@ import type { JsonRecord } from '../generate/listing.js';
 import { CATALOG } from '../schema/catalog.js';
 
 /** The resources replication pulls, in the order it pulls them (listings before their children). */
-export const REPLICATED_RESOURCES = ['Property', 'Media', 'OpenHouse'] as const;
+export const REPLICATED_RESOURCES = ['Property', 'Media', 'OpenHouse', 'Member', 'Office'] as const;
 export type ReplicatedResource = (typeof REPLICATED_RESOURCES)[number];
-export type ReplicatedChild = Exclude<ReplicatedResource, 'Property'>;
+export type ReplicatedChild = 'Media' | 'OpenHouse';
+/**
+ * Resources an upstream may lack: not declared in its `$metadata`, or a 404 for the collection.
+ * They are then skipped (their local records left as they are) and the rest replicates.
+ */
+export const OPTIONAL_RESOURCES: readonly ReplicatedResource[] = ['Member', 'Office'];
+
+export const isReplicatedChild = (resource: ReplicatedResource): resource is ReplicatedChild => resource === 'Media' || resource === 'OpenHouse';
 
 /** Where an incremental pass stopped: the last row applied, in (timestamp, key) order. */
 export interface Cursor {

@@ -1,12 +1,12 @@
 /**
- * The declared resources of SERVICE.md §2: every RESO Data Dictionary 2.0 field of Property, Media
- * and OpenHouse (so any RESO name a feed carries gets its RESO type), the service's own
+ * The declared resources of SERVICE.md §2: every RESO Data Dictionary 2.0 field of Property, Media,
+ * OpenHouse, Member and Office (so any RESO name a feed carries gets its RESO type), the service's own
  * PropertyChange resource, and the derived fields. A data set's schema (TableSchema) is the part of
  * this catalog its records carry, plus its local fields.
  */
 import { SEARCH_FIELDS, sourceFieldsOf, type SearchFieldName } from './search-fields.js';
 import { DD_FIELDS } from './dd-2.0.js';
-import type { EdmType, FieldDef, FieldOrigin, OrderKey, ParentLink, ResourceDef, ResourceName } from './types.js';
+import type { EdmType, FieldDef, FieldOrigin, OrderKey, ParentLink, ResourceDef, ResourceName, RosterResourceName } from './types.js';
 
 /** Ordinal (UTF-16 code unit) comparison, the order OData string comparison uses. */
 export function compareOrdinal(a: string, b: string): number {
@@ -147,4 +147,20 @@ export const CATALOG: Readonly<Record<ResourceName, ResourceDef>> = Object.freez
   PropertyChange: resource('PropertyChange', 'PropertyChangeKey', [...PROPERTY_CHANGE_FIELDS], { field: 'ListingKey', when: null }, [
     { field: 'ModificationTimestamp', descending: true },
   ]),
+  Member: resource('Member', 'MemberKey', ddFields(DD_FIELDS.Member, 'MemberKey'), null, []),
+  Office: resource('Office', 'OfficeKey', ddFields(DD_FIELDS.Office, 'OfficeKey'), null, []),
 });
+
+/** A single-valued navigation property of Property: the listing field holding the target's key. */
+export interface ReferenceDef {
+  readonly name: string;
+  readonly field: string;
+  readonly target: RosterResourceName;
+}
+
+/** Property's agents and offices (SERVICE.md §2), each resolved by key in the Member or Office table. */
+export const PROPERTY_REFERENCES: readonly ReferenceDef[] = Object.freeze(
+  (['ListAgent', 'BuyerAgent', 'CoListAgent', 'CoBuyerAgent', 'ListOffice', 'BuyerOffice', 'CoListOffice', 'CoBuyerOffice'] as const).map((name) =>
+    Object.freeze({ name, field: `${name}Key`, target: name.endsWith('Agent') ? ('Member' as const) : ('Office' as const) }),
+  ),
+);

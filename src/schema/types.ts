@@ -4,10 +4,17 @@
  */
 import type { SearchFieldName } from './search-fields.js';
 
-export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange'] as const;
+export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'] as const;
 export type ResourceName = (typeof RESOURCE_NAMES)[number];
-export type ChildResourceName = Exclude<ResourceName, 'Property'>;
+/** Resources whose records belong to one listing (grouped by it, removed with it). */
+export type ChildResourceName = 'Media' | 'OpenHouse' | 'PropertyChange';
 export const CHILD_RESOURCES: readonly ChildResourceName[] = ['Media', 'OpenHouse', 'PropertyChange'];
+/**
+ * The roster resources: top-level like Property (no parent, visible by their own
+ * OriginatingSystemName), which listings name by key (ListAgentKey, ListOfficeKey, ...).
+ */
+export type RosterResourceName = 'Member' | 'Office';
+export const ROSTER_RESOURCES: readonly RosterResourceName[] = ['Member', 'Office'];
 
 export function isResourceName(name: string): name is ResourceName {
   return (RESOURCE_NAMES as readonly string[]).includes(name);

@@ -2,23 +2,27 @@
  * `$metadata`: the loaded data set's schema as CSDL XML (OData 4.01), valid against the OASIS
  * edmx.xsd/edm.xsd. It says exactly what the store holds: each table's fields in schema order
  * (key first, `Nullable="false"`), RESO lookups annotated with their lookup name, the derived
- * and local fields, the navigation properties Property expands to, and entity sets for the
- * top-level resources. Search fields exist only inside search.text and are not declared.
+ * and local fields, the navigation properties Property expands to (collections of children, and
+ * the single-valued agents and offices with a referential constraint on their key field when the
+ * data carries it), and entity sets for the top-level resources. Search fields exist only inside search.text and are not declared.
  */
 import type { TableSchema } from '../schema/table-schema.js';
+import { PROPERTY_REFERENCES } from '../schema/catalog.js';
 import type { FieldDef, ResourceName } from '../schema/types.js';
 
 export const NAMESPACE = 'org.reso.metadata';
 /** The RESO annotation term for string lookups, declared in its own schema so the document stands alone. */
 const LOOKUP_TERM_NAMESPACE = 'RESO.OData.Metadata';
 
-const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse'];
-const NAVIGATION: ReadonlyArray<{ name: string; target: ResourceName; contained: boolean }> = [
-  { name: 'Media', target: 'Media', contained: false },
-  { name: 'OpenHouse', target: 'OpenHouse', contained: false },
-  { name: 'PreferredMedia', target: 'Media', contained: false },
+const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office'];
+/** Property's navigation properties; `key`: a single-valued one's key field on Property (null: a collection). */
+const NAVIGATION: ReadonlyArray<{ name: string; target: ResourceName; contained: boolean; key: string | null }> = [
+  { name: 'Media', target: 'Media', contained: false, key: null },
+  { name: 'OpenHouse', target: 'OpenHouse', contained: false, key: null },
+  { name: 'PreferredMedia', target: 'Media', contained: false, key: null },
   // PropertyChange has no entity set of its own: its records are reached only through a listing
-  { name: 'PropertyChange', target: 'PropertyChange', contained: true },
+  { name: 'PropertyChange', target: 'PropertyChange', contained: true, key: null },
+  ...PROPERTY_REFERENCES.map((r) => ({ name: r.name, target: r.target, contained: false, key: r.field })),
 ];
 
 /** OData SimpleIdentifier (CSDL): names that are not cannot be addressed and are left out. */
@@ -53,14 +57,25 @@ export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema): 
   line(3, '<Term Name="LookupName" Type="Edm.String" AppliesTo="Property"/>');
   line(2, '</Schema>');
   line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${NAMESPACE}">`);
-  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange'] as const) {
+  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'] as const) {
     const schema = schemaOf(resource);
     line(3, `<EntityType Name="${resource}">`);
     line(4, `<Key><PropertyRef Name="${escapeXml(schema.key)}"/></Key>`);
     for (const f of schema.fields) if (IDENTIFIER.test(f.name)) line(4, propertyXml(f));
     if (resource === 'Property') {
       for (const n of NAVIGATION) {
-        line(4, `<NavigationProperty Name="${n.name}" Type="Collection(${NAMESPACE}.${n.target})"${n.contained ? ' ContainsTarget="true"' : ''}/>`);
+        if (n.key === null) {
+          line(4, `<NavigationProperty Name="${n.name}" Type="Collection(${NAMESPACE}.${n.target})"${n.contained ? ' ContainsTarget="true"' : ''}/>`);
+          continue;
+        }
+        // single-valued, null when the listing names no record (or one the caller cannot see)
+        const open = `<NavigationProperty Name="${n.name}" Type="${NAMESPACE}.${n.target}" Nullable="true"`;
+        if (schema.field(n.key) === undefined) line(4, `${open}/>`);
+        else {
+          line(4, `${open}>`);
+          line(5, `<ReferentialConstraint Property="${n.key}" ReferencedProperty="${schemaOf(n.target).key}"/>`);
+          line(4, '</NavigationProperty>');
+        }
       }
     }
     line(3, '</EntityType>');

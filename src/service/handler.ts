@@ -12,7 +12,7 @@ import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES } from '../schema/types.js';
-import { CATALOG } from '../schema/catalog.js';
+import { CATALOG, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
 import { Accounts } from './accounts.js';
@@ -61,9 +61,9 @@ export interface HandlerOptions {
 }
 
 const DATA_PREFIX = '/v1/listings/data';
-const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse']);
+const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
-/** What an admin session may do on a collection, on `Property('KEY')`, and on a child's `Media('KEY')`. */
+/** What an admin session may do on a collection, on `Property('KEY')`, and on `Media('KEY')`, `Member('KEY')`, .... */
 const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
 const LISTING_METHODS_ADMIN = 'GET, HEAD, DELETE';
 const CHILD_METHODS_ADMIN = 'DELETE';
@@ -210,14 +210,26 @@ export function createHandler(options: HandlerOptions): Handler {
 
   /**
    * A navigation path, `Property('KEY')/Media` (or `Property(ListingKey='KEY')/Media`): the
-   * listing's children as a collection; 404 `UnknownNavigationProperty` for a name Property does
-   * not have, 404 `EntityNotFound` for a listing the account does not see.
+   * listing's children as a collection; a single-valued one (`/ListAgent`, `/ListOffice`, ...) the
+   * one record, or 204 No Content when the listing names none the account sees; 404
+   * `UnknownNavigationProperty` for a name Property does not have, 404 `EntityNotFound` for a
+   * listing the account does not see.
    */
   function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string): Response {
     const key = parseKey('Property', literal);
+    const reference = PROPERTY_REFERENCES.find((r) => r.name === name);
+    if (reference !== undefined) {
+      options_(decoded, ENTITY_OPTIONS, `a single ${reference.target}`);
+      const record = engine.navigateOne('Property', key, name, decoded, { sources: session.sources });
+      if (record === null) return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
+      const fields = JSON.stringify(record);
+      const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#${reference.target}/$entity`);
+      return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
+    }
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
-    const applied = prefer === undefined || target === null ? prefer : Math.min(prefer, NAVIGATION_TOP_LIMITS[target]);
+    const limit = target === null || target === 'Member' || target === 'Office' ? undefined : NAVIGATION_TOP_LIMITS[target];
+    const applied = prefer === undefined || limit === undefined ? prefer : Math.min(prefer, limit);
     const result = engine.navigate('Property', key, name, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` });
     return envelopeResponse(result, applied);
   }
@@ -307,7 +319,7 @@ export function createHandler(options: HandlerOptions): Handler {
         if (typeof key === 'string' && key !== '' && !own(r, key) && engine.has(r, key)) {
           throw refuse(`${at}: ${def.key} '${key.slice(0, 100)}' is held by a record this account cannot write; keys are unique across sources.`);
         }
-        // a listing needs one of the sources; a child may leave it out (it is its listing's)
+        // a listing, Member or Office needs one of the sources; a child may leave it out (it is its listing's)
         const osn = rec.OriginatingSystemName;
         const ours = typeof osn === 'string' && sources.includes(osn);
         if (!ours && (def.parent === null || (osn !== undefined && osn !== null))) {
@@ -449,7 +461,7 @@ export function createHandler(options: HandlerOptions): Handler {
         read();
         return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base);
       }
-      const keyed = /^(Property|Media|OpenHouse)\((.*)\)$/s.exec(segment);
+      const keyed = /^(Property|Media|OpenHouse|Member|Office)\((.*)\)$/s.exec(segment);
       if (keyed && (keyed[1] === 'Property' || session.admin)) {
         const resource = keyed[1] as QueryResource;
         if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);

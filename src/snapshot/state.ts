@@ -30,7 +30,7 @@
  */
 import { CATALOG, DERIVED_PROPERTY_FIELDS, makeField } from '../schema/catalog.js';
 import { TableSchema } from '../schema/table-schema.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type EdmType, type FieldDef, type ResourceName } from '../schema/types.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, type ChildResourceName, type EdmType, type FieldDef, type ResourceName } from '../schema/types.js';
 import { PointIndex } from '../geo/point-index.js';
 import type { StoreIndexes } from '../access/access.js';
 import type { FieldIndex } from '../search/postings.js';
@@ -59,7 +59,7 @@ import { readSnapshotFile, SnapshotError, writeSnapshotFile, type SnapshotArray,
 /** Names what wrote the meta (a container file from elsewhere is SnapshotForeign). */
 export const ENGINE_SNAPSHOT_KIND = 'reso-engine';
 /** The content format: bumped whenever what `meta` and the arrays mean changes. */
-export const ENGINE_SNAPSHOT_VERSION = 1;
+export const ENGINE_SNAPSHOT_VERSION = 2;
 
 type PointField = 'Location' | 'RawLocation';
 const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
@@ -540,6 +540,7 @@ function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, Sna
   const tables = {} as Record<ResourceName, Table>;
   tables.Property = decodeTable('Property', tablesMeta.Property, a, null, clock);
   for (const r of CHILD_RESOURCES) tables[r] = decodeTable(r, tablesMeta[r], a, tables.Property, clock);
+  for (const r of ROSTER_RESOURCES) tables[r] = decodeTable(r, tablesMeta[r], a, null, clock);
   const listings = tables.Property.rowCount;
 
   const childrenMeta = obj(m.children, 'children');

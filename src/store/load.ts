@@ -1,7 +1,7 @@
 /**
  * Entry points of the store: `loadDataDirectory` (the data directory of SERVICE.md §6, streamed)
  * and `loadRecords` (in-memory records). Property is loaded first, so that each child record is
- * linked to its listing (or rejected) as it arrives.
+ * linked to its listing (or rejected) as it arrives; Member and Office (not linked) last.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
@@ -58,6 +58,8 @@ export interface RecordsInput {
   readonly Media?: readonly unknown[];
   readonly OpenHouse?: readonly unknown[];
   readonly PropertyChange?: readonly unknown[];
+  readonly Member?: readonly unknown[];
+  readonly Office?: readonly unknown[];
 }
 
 export interface LoadRecordsOptions extends LoadOptions {
@@ -130,7 +132,7 @@ class Loader {
       skipBadRecords: this.options.skipBadRecords === true,
       skipLog,
       now: this.now,
-      parent: resource === 'Property' ? undefined : this.tables.Property,
+      parent: CATALOG[resource].parent === null ? undefined : this.tables.Property,
       fastPath: this.options.fastPath,
     });
     this.logs.set(b, skipLog);
@@ -138,10 +140,10 @@ class Loader {
     return b;
   }
 
-  finish(b: TableBuilder, file: string | null): void {
+  finish(b: TableBuilder, file: string | null, absent = false): void {
     const table = b.finish();
     this.adopt(b.resource, table, {
-      report: { file, records: table.rowCount, skipped: b.skipped, ignoredFields: b.ignoredFields() },
+      report: { file, absent, records: table.rowCount, skipped: b.skipped, ignoredFields: b.ignoredFields() },
       skipLog: this.logs.get(b)!,
       localFields: b.localFields(),
     });
@@ -180,7 +182,7 @@ class Loader {
       );
       this.bytesRead += bytesRead;
     }
-    this.finish(b, label);
+    this.finish(b, label, found === null);
   }
 
   /** Every resource's part of the report, merged in resource order (as a sequential load would). */
@@ -259,8 +261,9 @@ class ChildWorker {
 }
 
 /**
- * Loads a data directory: Property, Media, OpenHouse and PropertyChange records (.jsonl,
- * .jsonl.gz, .json or .json.gz; only Property is required), accounts.json and mls_profiles.json
+ * Loads a data directory: Property, Media, OpenHouse, PropertyChange, Member and Office records
+ * (.jsonl, .jsonl.gz, .json or .json.gz; only Property is required: a resource without a file is
+ * empty, and its report says `absent`), accounts.json and mls_profiles.json
  * (optional). Files are streamed, never read whole.
  */
 export async function loadDataDirectory(dir: string, options: LoadDirectoryOptions = {}): Promise<Store> {
@@ -306,6 +309,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
     await loader.loadFile('Property', files.Property);
     if (worker === null) {
       for (const r of CHILD_RESOURCES) await loader.loadFile(r, files[r]);
+      for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
     } else {
       // OpenHouse and PropertyChange while the worker loads Media; an error of theirs is thrown
       // only after Media, whose errors come first in a sequential load.
@@ -313,6 +317,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
       try {
         await loader.loadFile('OpenHouse', files.OpenHouse);
         await loader.loadFile('PropertyChange', files.PropertyChange);
+        for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
       } catch (err) {
         deferred = err;
       }
@@ -320,7 +325,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
       const linked = done ? linkToParent(unpackTable(done.table, loader.now), loader.tables.Property) : null;
       if (done !== null && linked !== null) {
         loader.adopt('Media', linked, {
-          report: { file: label, records: linked.rowCount, skipped: done.skipped, ignoredFields: done.ignoredFields },
+          report: { file: label, absent: false, records: linked.rowCount, skipped: done.skipped, ignoredFields: done.ignoredFields },
           skipLog: done.skipLog,
           localFields: done.localFields,
         });

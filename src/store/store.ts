@@ -1,5 +1,5 @@
 /**
- * A loaded data set: the four tables, each listing's children, the derived fields, the load
+ * A loaded data set: the six tables, each listing's children, the derived fields, the load
  * report, and the accounts and MLS profiles as parsed JSON (the service interprets them).
  */
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
@@ -12,6 +12,11 @@ import type { Table } from './table.js';
 export interface ResourceLoadReport {
   /** The file the records came from, or null (in-memory records, or no file). */
   readonly file: string | null;
+  /**
+   * True when a data directory had no file for the resource, which is then empty (only Property
+   * is required; a data set without Member.jsonl has no Member records). False for in-memory records.
+   */
+  readonly absent: boolean;
   /** Records loaded. */
   readonly records: number;
   /** Records skipped (skip mode). */
@@ -80,6 +85,12 @@ export class Store {
   }
   get PropertyChange(): Table {
     return this.tables.PropertyChange;
+  }
+  get Member(): Table {
+    return this.tables.Member;
+  }
+  get Office(): Table {
+    return this.tables.Office;
   }
 
   table(resource: ResourceName): Table {

@@ -19,6 +19,8 @@ export class NaiveEngine {
   constructor(
     readonly records: Rec[],
     readonly nowMs: number,
+    /** The records' key field (ties and the answer's keys). */
+    readonly key = 'ListingKey',
   ) {}
 
   /** A field's value as the engine sees it: timestamps as ms, dates as days, derived fields. */
@@ -227,7 +229,7 @@ export class NaiveEngine {
   /** Keys of matching records in the requested order (nulls lowest, then key ascending). */
   query(filter: Expr | undefined, orderby: readonly OrderByItem[] = [], visible: (r: Rec) => boolean = () => true): string[] {
     const rows = this.records.map((r, i) => [r, i] as const).filter(([r, i]) => visible(r) && (!filter || this.eval(filter, r, i) === true));
-    const keyOf = (r: Rec): string => r.ListingKey as string;
+    const keyOf = (r: Rec): string => r[this.key] as string;
     // relevance: the summed scores of this filter's own search.text calls that hold for the row
     const calls: Array<Map<number, number>> = [];
     const walk = (e: Expr | undefined): void => {

@@ -16,7 +16,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine, type QueryResource } from '../../src/engine.js';
+import { Engine } from '../../src/engine.js';
 import type { ChangeOperation } from '../../src/live/change.js';
 import { evaluateSearch, prepareSearch } from '../../src/search/bm25.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../../src/schema/search-fields.js';
@@ -39,6 +39,7 @@ import {
   without,
   type ChildResource,
   type LiveOracle,
+  type QueryResource,
   type Rec,
 } from './helpers.js';
 

@@ -67,6 +67,8 @@ function newListing(pool: DataSet, i: number, key: string, at: string): DataSet 
       ModificationTimestamp: at,
     })),
     PropertyChange: [],
+    Member: [],
+    Office: [],
   };
 }
 

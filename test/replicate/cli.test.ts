@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, type Server } from '../../src/adapters/http.js';
 import { Engine } from '../../src/engine.js';
 import { replicate } from '../../src/replicate/replicate.js';
+import { REPLICATED_RESOURCES } from '../../src/replicate/sink.js';
 import { createHandler, type Handler } from '../../src/service/handler.js';
 import { collectCli, defaultEngine, login, quickAccounts, runCli } from '../service/helpers.js';
 import { defaultFixture, DEMO_SOURCES, entries, readState, replicaRecords, tempDir, visible } from './helpers.js';
@@ -46,10 +47,10 @@ describe('reso-engine replicate', () => {
     expect(code).toBe(0);
     expect(out).toMatch(
       new RegExp(
-        `^replicated ${server.url}/v1/listings/data into ${dir} in \\d+\\.\\d s \\(\\d+ requests\\): Property \\+1,129 -0, Media \\+19,544 -0, OpenHouse \\+167 -0\\n$`,
+        `^replicated ${server.url}/v1/listings/data into ${dir} in \\d+\\.\\d s \\(\\d+ requests\\): Property \\+1,129 -0, Media \\+19,544 -0, OpenHouse \\+167 -0, Member \\+120 -0, Office \\+32 -0\\n$`,
       ),
     );
-    for (const r of ['Property', 'Media', 'OpenHouse'] as const) expect(entries(replicaRecords(dir)[r])).toEqual(entries(expected[r]));
+    for (const r of REPLICATED_RESOURCES) expect(entries(replicaRecords(dir)[r])).toEqual(entries(expected[r]));
     expect((await Engine.open({ data: dir })).store.Property.rowCount).toBe(1129);
   });
 
@@ -110,7 +111,7 @@ describe('reso-engine replicate', () => {
     expect(resumed.resumed).toBe(true);
     expect(resumed.resources.Property.pages).toBe(0);
     expect(resumed.resources.Media.pages).toBe(1);
-    for (const r of ['Property', 'Media', 'OpenHouse'] as const) expect(entries(replicaRecords(dir)[r])).toEqual(entries(expected[r]));
+    for (const r of REPLICATED_RESOURCES) expect(entries(replicaRecords(dir)[r])).toEqual(entries(expected[r]));
     expect(readState(dir).status).toBe('complete');
   });
 });

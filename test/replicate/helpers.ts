@@ -6,10 +6,11 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_DATA_DIR, Engine } from '../../src/engine.js';
-import { generateListings, hashPassword } from '../../src/generate/dataset.js';
+import { generateListings, generateRoster, hashPassword } from '../../src/generate/dataset.js';
 import type { JsonRecord } from '../../src/generate/listing.js';
 import type { FetchLike } from '../../src/replicate/upstream.js';
 import { REPLICATED_RESOURCES, type ReplicatedResource } from '../../src/replicate/sink.js';
+import { CATALOG } from '../../src/schema/catalog.js';
 import { createHandler, type Handler, type HandlerOptions } from '../../src/service/handler.js';
 import { login, NOW, quickAccounts, TestClock } from '../service/helpers.js';
 
@@ -26,11 +27,14 @@ export interface DataSet {
   Media: JsonRecord[];
   OpenHouse: JsonRecord[];
   PropertyChange: JsonRecord[];
+  Member: JsonRecord[];
+  Office: JsonRecord[];
 }
 
 /** A generated data set as records (copies: tests may change them). */
 export function dataset(listings: number, seed: string): DataSet {
-  const out: DataSet = { Property: [], Media: [], OpenHouse: [], PropertyChange: [] };
+  const roster = generateRoster({ listings, seed });
+  const out: DataSet = { Property: [], Media: [], OpenHouse: [], PropertyChange: [], Member: roster.members, Office: roster.offices };
   for (const l of generateListings({ listings, seed })) {
     out.Property.push({ ...l.property });
     out.Media.push(...l.media.map((m) => ({ ...m })));
@@ -45,6 +49,8 @@ export const clone = (d: DataSet): DataSet => ({
   Media: d.Media.map((r) => ({ ...r })),
   OpenHouse: d.OpenHouse.map((r) => ({ ...r })),
   PropertyChange: d.PropertyChange.map((r) => ({ ...r })),
+  Member: d.Member.map((r) => ({ ...r })),
+  Office: d.Office.map((r) => ({ ...r })),
 });
 
 /** Removes listings and everything that belongs to them. */
@@ -63,6 +69,8 @@ export function visible(d: DataSet, sources: readonly string[]): Record<Replicat
     Property: listings,
     Media: new Map(d.Media.filter((m) => listings.has(m.ResourceRecordKey as string)).map((m) => [m.MediaKey as string, m])),
     OpenHouse: new Map(d.OpenHouse.filter((o) => listings.has(o.ListingKey as string)).map((o) => [o.OpenHouseKey as string, o])),
+    Member: new Map(d.Member.filter((m) => sources.includes(m.OriginatingSystemName as string)).map((m) => [m.MemberKey as string, m])),
+    Office: new Map(d.Office.filter((o) => sources.includes(o.OriginatingSystemName as string)).map((o) => [o.OfficeKey as string, o])),
   };
 }
 
@@ -73,7 +81,14 @@ export function defaultFixture(): DataSet {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as JsonRecord);
-  return { Property: read('Property.jsonl'), Media: read('Media.jsonl'), OpenHouse: read('OpenHouse.jsonl'), PropertyChange: [] };
+  return {
+    Property: read('Property.jsonl'),
+    Media: read('Media.jsonl'),
+    OpenHouse: read('OpenHouse.jsonl'),
+    PropertyChange: [],
+    Member: read('Member.jsonl'),
+    Office: read('Office.jsonl'),
+  };
 }
 
 /** A replica's records by key per resource, read from its files (duplicate keys fail). */
@@ -90,7 +105,7 @@ export function replicaRecords(dir: string): Record<ReplicatedResource, Map<stri
     for (const line of text.split('\n')) {
       if (line === '') continue;
       const rec = JSON.parse(line) as JsonRecord;
-      const key = rec[{ Property: 'ListingKey', Media: 'MediaKey', OpenHouse: 'OpenHouseKey' }[r]] as string;
+      const key = rec[CATALOG[r].key] as string;
       if (map.has(key)) throw new Error(`${r} ${key} appears twice in the replica`);
       map.set(key, rec);
     }

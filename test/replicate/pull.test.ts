@@ -8,6 +8,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type QueryResource, type QueryResult } from '../../src/engine.js';
 import { replicate, type ReplicationProgress, type ReplicationResult } from '../../src/replicate/replicate.js';
+import { REPLICATED_RESOURCES } from '../../src/replicate/sink.js';
 import { defaultEngine } from '../service/helpers.js';
 import { defaultFixture, DEMO_SOURCES, entries, NOW, ORIGIN, readState, replicaRecords, tempDir, TestUpstream, TOKEN, visible } from './helpers.js';
 
@@ -25,6 +26,9 @@ const QUERIES: ReadonlyArray<[QueryResource, string]> = [
   ['Property', '$top=2000&$skip=0&$orderby=ListingKey'],
   ['Media', "$filter=MediaCategory eq 'Photo' and ImageWidth ge 2048&$orderby=ImageWidth desc,ModificationTimestamp&$top=100&$count=true"],
   ['OpenHouse', '$orderby=OpenHouseStartTime&$top=1000&$count=true'],
+  ['Member', "$filter=MemberStatus eq 'Active'&$orderby=MemberLastName,MemberFirstName&$top=1000&$count=true"],
+  ['Office', '$top=1000&$count=true'],
+  ['Property', '$select=ListingKey&$expand=ListAgent,BuyerAgent($select=MemberFullName),ListOffice,CoListOffice&$top=2000'],
 ];
 
 describe('a full pull of the default data set as the demo account', () => {
@@ -45,7 +49,7 @@ describe('a full pull of the default data set as the demo account', () => {
     const replica = replicaRecords(dir);
     expect(expected.Property.size).toBeGreaterThan(500);
     expect(expected.Property.size).toBeLessThan(fixture.Property.length);
-    for (const r of ['Property', 'Media', 'OpenHouse'] as const) {
+    for (const r of REPLICATED_RESOURCES) {
       expect(replica[r].size, r).toBe(expected[r].size);
       expect(entries(replica[r]), r).toEqual(entries(expected[r]));
     }
@@ -56,7 +60,7 @@ describe('a full pull of the default data set as the demo account', () => {
   });
 
   it('writes only the data files and the state: no accounts, profiles or leftovers', () => {
-    expect(readdirSync(dir).sort()).toEqual(['.replication.json', 'Media.jsonl', 'OpenHouse.jsonl', 'Property.jsonl']);
+    expect(readdirSync(dir).sort()).toEqual(['.replication.json', 'Media.jsonl', 'Member.jsonl', 'Office.jsonl', 'OpenHouse.jsonl', 'Property.jsonl']);
     const state = readState(dir);
     expect(state).toMatchObject({ version: 1, from: `${ORIGIN}/v1/listings/data`, status: 'complete' });
     for (const r of ['Property', 'Media', 'OpenHouse']) expect(state.resources[r].field).toBe('ModificationTimestamp');
@@ -86,13 +90,12 @@ describe('a full pull of the default data set as the demo account', () => {
   it('finds nothing to do on a second run: no records fetched, one key listing per resource', async () => {
     const before = upstream.urls.length;
     const again = await replicate({ from: ORIGIN, token: TOKEN, to: dir, pageSize: 500, fetch: upstream.fetch });
-    for (const r of ['Property', 'Media', 'OpenHouse'] as const) {
+    for (const r of REPLICATED_RESOURCES) {
       expect(again.resources[r]).toMatchObject({ upserted: 0, removed: 0, pages: 0, backfilled: 0 });
     }
     // $metadata, one empty changes page per resource (twice: the catch-up), key pages (Media: 2 of 5,000)
-    expect(upstream.urls.length - before).toBe(
-      1 + 3 + again.resources.Property.keyPages + again.resources.Media.keyPages + again.resources.OpenHouse.keyPages + 3,
-    );
+    const n = REPLICATED_RESOURCES.length;
+    expect(upstream.urls.length - before).toBe(1 + n + REPLICATED_RESOURCES.reduce((k, r) => k + again.resources[r].keyPages, 0) + n);
     expect(replicaRecords(dir).Property.size).toBe(result.resources.Property.upserted);
   });
 });

@@ -18,7 +18,10 @@ import {
 import { clone, dataset, DEMO_SOURCES, dropListings, entries, ORIGIN, TestUpstream, TOKEN, visible } from './helpers.js';
 
 class MemorySink implements ReplicationSink {
-  readonly records = { Property: new Map(), Media: new Map(), OpenHouse: new Map() } as Record<ReplicatedResource, Map<string, JsonRecord>>;
+  readonly records = Object.fromEntries(REPLICATED_RESOURCES.map((r) => [r, new Map<string, JsonRecord>()])) as Record<
+    ReplicatedResource,
+    Map<string, JsonRecord>
+  >;
   readonly commits: Array<{ state: ReplicationState; final: boolean }> = [];
 
   readState(): ReplicationState | null {
@@ -87,3 +90,47 @@ describe("a sink of one's own", () => {
     expect(second.resources.Media.removed).toBe(expected.Media.size - after.Media.size);
   });
 });
+
+describe('an upstream without Member and Office', () => {
+  it('replicates the rest: not in $metadata, or a 404 for the collection', async () => {
+    const data = dataset(60, 'replicate-no-roster');
+    const expected = visible(data, DEMO_SOURCES);
+    for (const how of ['metadata', '404'] as const) {
+      const upstream = await TestUpstream.open(data);
+      upstream.intercept = async (url) => {
+        if (how === '404' && /\/(Member|Office)\?/.test(url)) {
+          return new Response(JSON.stringify({ error: { code: 'NotFound', message: 'Nothing here.' } }), { status: 404 });
+        }
+        if (how === 'metadata' && url.endsWith('$metadata')) {
+          const xml = await fetchMetadata(upstream, url);
+          return new Response(
+            xml.replace(/<EntityType Name="(Member|Office)">[\s\S]*?<\/EntityType>/g, '').replace(/<EntitySet Name="(Member|Office)"[^>]*\/>/g, ''),
+            { status: 200 },
+          );
+        }
+        return undefined;
+      };
+      const sink = new MemorySink();
+      const progress: string[] = [];
+      const result = await replicate({ from: ORIGIN, token: TOKEN, sink, pageSize: 25, fetch: upstream.fetch, onProgress: (p) => progress.push(p.message) });
+      for (const r of ['Property', 'Media', 'OpenHouse'] as const) expect(entries(sink.records[r]), `${how} ${r}`).toEqual(entries(expected[r]));
+      expect(sink.records.Member.size).toBe(0);
+      expect(result.resources.Member.upserted).toBe(0);
+      expect(progress.some((m) => m.startsWith('Member: skipped, the upstream does not offer it'))).toBe(true);
+      expect(sink.commits.at(-1)?.state.resources.Member).toBeUndefined();
+      expect(expected.Member.size).toBeGreaterThan(0);
+    }
+  });
+});
+
+/** The upstream's own $metadata for `url` (answered by its handler, with the real token). */
+async function fetchMetadata(upstream: TestUpstream, url: string): Promise<string> {
+  const saved = upstream.intercept;
+  upstream.intercept = null;
+  try {
+    const res = await upstream.fetch(url, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    return await res.text();
+  } finally {
+    upstream.intercept = saved;
+  }
+}

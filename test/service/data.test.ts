@@ -147,6 +147,8 @@ describe('service document and $metadata', () => {
           { name: 'Property', kind: 'EntitySet', url: 'Property' },
           { name: 'Media', kind: 'EntitySet', url: 'Media' },
           { name: 'OpenHouse', kind: 'EntitySet', url: 'OpenHouse' },
+          { name: 'Member', kind: 'EntitySet', url: 'Member' },
+          { name: 'Office', kind: 'EntitySet', url: 'Office' },
         ],
       });
     }

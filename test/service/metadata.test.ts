@@ -107,9 +107,29 @@ describe('$metadata content', () => {
       '<NavigationProperty Name="PreferredMedia" Type="Collection(org.reso.metadata.Media)"/>',
       '<NavigationProperty Name="PropertyChange" Type="Collection(org.reso.metadata.PropertyChange)" ContainsTarget="true"/>',
     ]);
-    for (const child of ['Media', 'OpenHouse', 'PropertyChange']) expect(entityType(xml, child)).not.toContain('NavigationProperty');
-    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual(['Property', 'Media', 'OpenHouse']);
+    // the single-valued agents and offices, each constrained by its key field on Property
+    const single = [
+      ...property.matchAll(
+        /<NavigationProperty Name="(\w+)" Type="([\w.]+)" Nullable="true">\s*<ReferentialConstraint Property="(\w+)" ReferencedProperty="(\w+)"\/>/g,
+      ),
+    ];
+    expect(single.map((m) => m.slice(1).join(' '))).toEqual([
+      'ListAgent org.reso.metadata.Member ListAgentKey MemberKey',
+      'BuyerAgent org.reso.metadata.Member BuyerAgentKey MemberKey',
+      'CoListAgent org.reso.metadata.Member CoListAgentKey MemberKey',
+      'CoBuyerAgent org.reso.metadata.Member CoBuyerAgentKey MemberKey',
+      'ListOffice org.reso.metadata.Office ListOfficeKey OfficeKey',
+      'BuyerOffice org.reso.metadata.Office BuyerOfficeKey OfficeKey',
+      'CoListOffice org.reso.metadata.Office CoListOfficeKey OfficeKey',
+      'CoBuyerOffice org.reso.metadata.Office CoBuyerOfficeKey OfficeKey',
+    ]);
+    for (const other of ['Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office']) expect(entityType(xml, other)).not.toContain('NavigationProperty');
+    expect(entityType(xml, 'Member')).toContain('<Key><PropertyRef Name="MemberKey"/></Key>');
+    expect(entityType(xml, 'Office')).toContain('<Property Name="OriginatingSystemName" Type="Edm.String"/>');
+    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
     expect(xml).toContain('<NavigationPropertyBinding Path="PreferredMedia" Target="Media"/>');
+    expect(xml).toContain('<NavigationPropertyBinding Path="ListAgent" Target="Member"/>');
+    expect(xml).toContain('<NavigationPropertyBinding Path="CoBuyerOffice" Target="Office"/>');
   });
 
   it('follows the data set: local fields appear with their inferred types, unaddressable names do not', async () => {

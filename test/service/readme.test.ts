@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(9);
+    expect(bodies).toHaveLength(10);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -67,6 +67,7 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     for (const r of expanded.value) {
       expect(r.Media.length).toBeLessThanOrEqual(2);
       expect(Array.isArray(r.OpenHouse)).toBe(true);
+      expect(Object.keys(r.ListAgent)).toEqual(['MemberKey', 'MemberEmail', 'MemberFullName']);
     }
     expect(grouped.value.length).toBeGreaterThan(3);
     for (const g of grouped.value) expect(Object.keys(g)).toEqual(['City', 'Listings', 'MedianListPrice']);
@@ -77,5 +78,10 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     expect(navigated.value).toHaveLength(3);
     expect(navigated['@odata.count']).toBeGreaterThan(3);
     for (const m of navigated.value) expect(Object.keys(m)).toEqual(['MediaKey', 'Order']);
+    expect(agents['@odata.count']).toBeGreaterThan(3);
+    expect(agents.value).toHaveLength(3);
+    for (const m of agents.value) expect(Object.keys(m)).toEqual(['MemberKey', 'MemberFullName', 'MemberMlsId', 'OfficeName']);
+    const names = agents.value.map((m: { MemberFullName: string }) => m.MemberFullName.split(' ').reverse().join(' '));
+    expect(names).toEqual([...names].sort());
   });
 });

@@ -451,3 +451,60 @@ describe('body limits', () => {
     expect(w.engine.generation).toBe(0);
   });
 });
+
+describe('Member and Office over HTTP', () => {
+  const members = read('Member.jsonl');
+  const offices = read('Office.jsonl');
+  const ourMember = members.find((m) => m.OriginatingSystemName === 'CRMLS')!;
+  const theirMember = members.find((m) => m.OriginatingSystemName === 'MRED')!;
+
+  it('serve the collections with the query options, each account seeing its sources only', async () => {
+    const w = await world();
+    const all = await get(w, `Member?${q({ $top: 1000, $count: 'true', $select: 'MemberKey,OriginatingSystemName' })}`);
+    expect(all.status, all.text).toBe(200);
+    const visible = members.filter((m) => DEMO_SOURCES.includes(m.OriginatingSystemName as string));
+    expect(all.json['@odata.count']).toBe(visible.length);
+    expect(all.json['@odata.context']).toBe('http://service.test/v1/listings/data/$metadata#Member');
+    expect(all.json.value.map((m: Rec) => m.MemberKey).sort()).toEqual(visible.map((m) => m.MemberKey).sort());
+    const page = await get(w, `Office?${q({ $filter: "OfficeCity eq 'Seattle'", $orderby: 'OfficeName desc' })}`);
+    expect(page.status, page.text).toBe(200);
+    const seattle = offices.filter((o) => o.OfficeCity === 'Seattle' && DEMO_SOURCES.includes(o.OriginatingSystemName as string));
+    expect(page.json.value.map((o: Rec) => o.OfficeKey).sort()).toEqual(
+      seattle
+        .map((o) => o.OfficeKey)
+        .sort()
+        .slice(0, 10),
+    );
+    expectErrorShape(await get(w, `Member?${q({ $top: 50001 })}`), 400, 'TopTooLarge');
+    expectErrorShape(await get(w, `Property?${q({ $expand: 'ListAgent($top=1)' })}`), 400, 'QueryOptionNotAllowed');
+    const expanded = await get(w, `Property?${q({ $select: 'ListingKey,ListAgentKey', $expand: 'ListAgent($select=MemberFullName)', $top: 3 })}`);
+    for (const r of expanded.json.value as Rec[]) {
+      expect(r.ListAgent).toEqual({ MemberKey: r.ListAgentKey, MemberFullName: members.find((m) => m.MemberKey === r.ListAgentKey)!.MemberFullName });
+    }
+  });
+
+  it('admins upsert and remove them within their sources; removing a Member keeps the listings', async () => {
+    const w = await world();
+    const added = { ...ourMember, MemberKey: 'M-NEW', MemberFullName: 'Nora New' };
+    expect((await post(w, 'Member', [added])).json).toEqual(summary(1, 1, 0, 0));
+    expect(await count(w, 'Member', "MemberFullName eq 'Nora New'")).toBe(1);
+    // another source's Member, a Member without a source, a key another source holds: refused
+    await expect(post(w, 'Member', [{ ...theirMember, MemberKey: 'M-X' }], w.crmls)).resolves.toMatchObject({ status: 400 });
+    expectErrorShape(await post(w, 'Office', [{ OfficeKey: 'O-X', OfficeName: 'Nowhere' }], w.crmls), 400, 'SourceNotAllowed');
+    expectErrorShape(await post(w, 'Member', [{ ...ourMember, MemberKey: theirMember.MemberKey }], w.crmls), 400, 'SourceNotAllowed');
+    expect(w.engine.generation).toBe(1);
+    // DELETE: another source's Member is not found; our own goes, its listings stay
+    expectErrorShape(await del(w, `Member('${theirMember.MemberKey as string}')`, w.crmls), 404, 'EntityNotFound');
+    const named = listings.filter((l) => l.ListAgentKey === ourMember.MemberKey).length;
+    expect(named).toBeGreaterThan(0);
+    const before = await count(w, 'Property', `ListAgentKey eq '${ourMember.MemberKey as string}'`);
+    expect((await del(w, `Member('${ourMember.MemberKey as string}')`, w.crmls)).status).toBe(204);
+    expect(await count(w, 'Property', `ListAgentKey eq '${ourMember.MemberKey as string}'`)).toBe(before);
+    const page = await get(w, `Property?${q({ $filter: `ListAgentKey eq '${ourMember.MemberKey as string}'`, $expand: 'ListAgent', $select: 'ListingKey' })}`);
+    for (const r of page.json.value as Rec[]) expect(r.ListAgent).toBeNull();
+    const changes = await post(w, '$changes', { operations: [{ resource: 'Office', remove: [offices[0].OfficeKey] }] });
+    expect(changes.json).toMatchObject({
+      removed: offices[0].OriginatingSystemName === 'CRMLS' || DEMO_SOURCES.includes(offices[0].OriginatingSystemName as string) ? 1 : 0,
+    });
+  });
+});

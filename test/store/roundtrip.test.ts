@@ -2,8 +2,8 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateDataset, generateListings } from '../../src/generate/dataset.js';
-import type { GeneratedListing } from '../../src/generate/listing.js';
+import { generateDataset, generateListings, generateRoster } from '../../src/generate/dataset.js';
+import type { GeneratedListing, GeneratedRoster } from '../../src/generate/listing.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import { loadDataDirectory, loadRecords } from '../../src/store/load.js';
 import type { ChildIndex } from '../../src/store/children.js';
@@ -46,12 +46,14 @@ function roundTripProblems(table: Table, inputs: readonly Rec[]): string[] {
   return problems;
 }
 
-function inputsOf(listings: readonly GeneratedListing[]): Record<ResourceName, Rec[]> {
+function inputsOf(listings: readonly GeneratedListing[], roster: GeneratedRoster): Record<ResourceName, Rec[]> {
   return {
     Property: listings.map((l) => l.property),
     Media: listings.flatMap((l) => l.media),
     OpenHouse: listings.flatMap((l) => l.openHouses),
     PropertyChange: listings.flatMap((l) => l.changes),
+    Member: roster.members,
+    Office: roster.offices,
   };
 }
 
@@ -81,7 +83,9 @@ beforeAll(async () => {
 
 describe('round trip', () => {
   it(`gives back every record of a generated data set of ${N} listings exactly`, () => {
-    const inputs = inputsOf(listings);
+    const inputs = inputsOf(listings, generateRoster({ listings: N, seed: SEED }));
+    expect(store.Member.rowCount).toBeGreaterThan(0);
+    expect(store.Office.rowCount).toBeGreaterThan(0);
     expect(store.Media.rowCount).toBeGreaterThan(N * 10);
     expect(store.OpenHouse.rowCount).toBeGreaterThan(0);
     for (const r of RESOURCE_NAMES) expect(roundTripProblems(store.table(r), inputs[r])).toEqual([]);
@@ -165,7 +169,7 @@ describe('input paths and formats', () => {
   });
 
   it('in-memory records give the same store as the files', () => {
-    const s = loadRecords(inputsOf(listings));
+    const s = loadRecords(inputsOf(listings, generateRoster({ listings: N, seed: SEED })));
     expect(dump(s)).toEqual(dump(store));
   });
 
@@ -214,7 +218,7 @@ describe('input paths and formats', () => {
         if (p.resource === 'Property') last = p.bytesRead;
       },
     });
-    expect([...seen]).toEqual(['Property', 'Media', 'OpenHouse', 'PropertyChange']);
+    expect([...seen]).toEqual(['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office']);
     expect(last).toBe(readFileSync(path.join(dir, 'Property.jsonl')).length);
   });
 });
