@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
 import { execute, executeRecord } from './exec/execute.js';
-import type { QueryResult } from './exec/page.js';
+import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
 import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
@@ -29,7 +29,8 @@ import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.
 import type { Store } from './store/store.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
-export type { Plan, QueryResource, QueryResult };
+export { contextFragment };
+export type { ODataVersion, Plan, QueryResource, QueryResult };
 
 export interface EngineOpenOptions {
   /**
@@ -61,8 +62,10 @@ export interface QueryOptions {
   readonly sources?: readonly string[];
   /** The client's `Prefer: odata.maxpagesize=N`. */
   readonly maxPageSize?: number;
-  /** The service root URL (ending in '/') that `@odata.context` and `@odata.nextLink` are made absolute with; relative by default. */
+  /** The service root URL (ending in '/') that `@odata.context`, `@odata.nextLink` and navigation links are made absolute with; relative by default. */
   readonly base?: string;
+  /** The OData version the response is for: '4.01' (default) or '4.0' (the context URL of expansions differs; DESIGN.md "OData versions"). */
+  readonly odataVersion?: ODataVersion;
 }
 
 export interface ExplainOptions extends QueryOptions {
@@ -236,9 +239,28 @@ export class Engine {
     const { gen, token } = this.generations.forQuery(text);
     const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, statisticsOf(gen));
     const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
-    const result = execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const result = execute(plan, gen, {
+      visible,
+      sources: options.sources,
+      nowMs: this.clock(),
+      token,
+      base: options.base ?? '',
+      version: options.odataVersion,
+    });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
+  }
+
+  /**
+   * The number of records of the resource that the query's `$filter` (its only option; any other
+   * is a QueryError `QueryOptionNotAllowed`) matches among those visible to the caller's sources:
+   * what `/Property/$count` answers.
+   */
+  count(resource: QueryResource, query: QueryInput, options: Pick<QueryOptions, 'sources'> = {}): number {
+    const gen = this.gen;
+    const plan = this.plans.plan({ resource, text: queryText(query), countOnly: true }, statisticsOf(gen));
+    const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
+    return execute(plan, gen, { visible, sources: options.sources, nowMs: this.clock(), token: '', base: '' })['@odata.count']!;
   }
 
   /**
@@ -252,7 +274,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    return executeRecord(plan, gen, row, { visible, nowMs: this.clock() });
+    return executeRecord(plan, gen, row, { visible, nowMs: this.clock(), base: options.base ?? '' });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */

@@ -26,7 +26,7 @@ import { Expansions } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
-import { respond, type QueryResult } from './page.js';
+import { respond, type ODataVersion, type QueryResult } from './page.js';
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
 import { collectScan } from './scan.js';
@@ -44,8 +44,10 @@ export interface ExecContext {
   readonly nowMs: number;
   /** The $skiptoken a nextLink carries. */
   readonly token: string;
-  /** Prefix of the context and nextLink URLs ('' for relative ones). */
+  /** Prefix of the context, nextLink and navigation link URLs ('' for relative ones). */
   readonly base: string;
+  /** The OData version the envelope is written for (default 4.01). */
+  readonly version?: ODataVersion;
 }
 
 /** What a plan needs of one generation. */
@@ -134,7 +136,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     }
     return collect().length;
   };
-  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible);
+  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.base);
 
   // How many ordered rows we need: the page, plus one to know whether more remain.
   const need = plan.page.skip + plan.page.rows + 1;
@@ -194,7 +196,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
-export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'nowMs'>): Record<string, JsonValue> {
+export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'nowMs' | 'base'>): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
-  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible);
+  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.base);
 }

@@ -31,7 +31,7 @@ export class PlanCache {
 
   /** The plan of a request on data with these statistics: the cached one while its schemas hold, else a new one. */
   plan(request: PlanRequest, stats: PlanStatistics): Plan {
-    const key = `${request.resource}\n${request.maxPageSize ?? ''}\n${request.text}`;
+    const key = `${request.resource}${request.countOnly ? '/$count' : ''}\n${request.maxPageSize ?? ''}\n${request.text}`;
     const hit = this.entries.get(key);
     if (hit !== undefined) {
       this.entries.delete(key); // refresh its place in the LRU order

@@ -19,13 +19,13 @@
  * sorted permutation that stops after skip+top matches; otherwise all matches, then a heap.
  */
 import { QueryError } from '../errors.js';
-import { spanOf, type ParsedQuery } from '../odata/ast.js';
+import { spanOf, type ParsedQuery, type SelectItem, type SelectProperty } from '../odata/ast.js';
 import { parseQuery } from '../odata/parse-query.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { ResourceName } from '../schema/types.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
 import { bindApply } from './bind-apply.js';
-import { bindExpand } from './bind-expand.js';
+import { bindExpand, EXPANSIONS } from './bind-expand.js';
 import type { Bound } from './bound.js';
 import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, type Plan, type QueryResource, type SearchNode } from './plan.js';
 
@@ -59,6 +59,8 @@ export interface PlanRequest {
   readonly text: string;
   /** The client's `Prefer: odata.maxpagesize=N`. */
   readonly maxPageSize?: number;
+  /** Only the number of matches (`/Property/$count`): the query may hold `$filter` alone. */
+  readonly countOnly?: boolean;
 }
 
 /**
@@ -78,7 +80,16 @@ export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
   }
 }
 
-function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics): Plan {
+function planParsed({ resource, maxPageSize, countOnly }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics): Plan {
+  if (countOnly) {
+    for (const option of Object.keys(parsed)) {
+      if (option !== 'filter') {
+        throw new QueryError('QueryOptionNotAllowed', `$${option} does not apply to a count (${resource}/$count): it takes $filter only.`, {
+          option: `$${option}`,
+        });
+      }
+    }
+  }
   const schema = stats.schemaOf(resource);
   const span = (node: object) => spanOf(parsed, node);
   const expand = parsed.expand ? bindExpand(parsed.expand, { resource, schemaOf: (r) => stats.schemaOf(r), spanOf: span }) : null;
@@ -91,20 +102,30 @@ function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery,
   const grouping = applied?.grouping ?? null;
   const filter = applied ? applied.filter : (bound?.expr ?? null);
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
-  const select = parsed.select && !grouping ? (bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null) : null;
+  // $select may name navigation properties: the records then carry their navigation links
+  const navigation = (item: SelectItem): boolean => item.kind === 'property' && resource === 'Property' && Object.hasOwn(EXPANSIONS, item.name);
+  const selectItems = parsed.select && !grouping ? parsed.select : null;
+  const links = [...new Set(selectItems?.filter(navigation).map((i) => (i as SelectProperty).name) ?? [])];
+  const select = selectItems
+    ? (bindSelect(
+        selectItems.filter((i) => !navigation(i)),
+        ctx('$select'),
+      )?.map((f) => f.name) ?? null)
+    : null;
 
   const limit = TOP_LIMITS[resource];
   if (parsed.top !== undefined && parsed.top > limit) {
     throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
   }
   const maxPage = maxPageSize !== undefined && maxPageSize > 0 ? Math.min(Math.floor(maxPageSize), limit) : undefined;
-  const rows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : (maxPage ?? DEFAULT_PAGE_SIZE);
+  const rows = countOnly ? 0 : parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : (maxPage ?? DEFAULT_PAGE_SIZE);
+  const count = countOnly === true || parsed.count === true;
 
   const searches = searchCalls(filter);
   // every call is checked (bad terms, min_matches) whether or not it can feed the rows
   const searchSizes = new Map(searches.map((node) => [node, stats.searchRows(node)]));
   const top = conjuncts(filter);
-  const strategy = chooseOrder(order, top, searches, parsed.count === true, parsed.top !== undefined, (name) => stats.rangeRows(resource, name, []) !== null);
+  const strategy = chooseOrder(order, top, searches, count, parsed.top !== undefined, (name) => stats.rangeRows(resource, name, []) !== null);
   const access = chooseAccess(resource, top, searchSizes, stats);
   const answered = answeredBy(access, top);
   return {
@@ -117,8 +138,9 @@ function planParsed({ resource, maxPageSize }: PlanRequest, parsed: ParsedQuery,
     strategy,
     order,
     page: { skip: parsed.skip ?? 0, rows, top: parsed.top },
-    count: parsed.count === true,
+    count,
     select,
+    links,
     ignoreNulls: parsed.ignorenulls === true,
     expand,
     grouping,
@@ -174,7 +196,10 @@ export function conjuncts(expr: Bound | null): Bound[] {
   return out;
 }
 
-/** Every search.text call of a filter, in ordinal order. */
+/**
+ * Every search.text call of a filter, in ordinal order: wherever it stands (under and/or/not, in
+ * a comparison such as `search.text(...) eq null`, inside a lambda's predicate).
+ */
 export function searchCalls(expr: Bound | null): SearchNode[] {
   const out: SearchNode[] = [];
   const stack: Bound[] = expr ? [expr] : [];
@@ -186,12 +211,30 @@ export function searchCalls(expr: Bound | null): SearchNode[] {
         break;
       case 'and':
       case 'or':
+      case 'compare':
+      case 'arith':
         stack.push(e.left, e.right);
         break;
       case 'not':
+      case 'negate':
         stack.push(e.operand);
         break;
-      default:
+      case 'call':
+        stack.push(...e.args);
+        break;
+      case 'in':
+        stack.push(e.left);
+        break;
+      case 'member':
+        stack.push(e.value);
+        break;
+      case 'lambda':
+        if (e.predicate) stack.push(e.predicate);
+        break;
+      case 'const':
+      case 'field':
+      case 'var':
+      case 'geo':
         break;
     }
   }

@@ -164,7 +164,7 @@ describe('paging, count, select and the envelope', () => {
     expect(all.length).toBeGreaterThan(25);
     const seen: string[] = [];
     let res = engine.query('Property', q);
-    expect(res['@odata.context']).toBe('$metadata#Property');
+    expect(res['@odata.context']).toBe('$metadata#Property(ListingKey,ListPrice)');
     for (;;) {
       expect(res.value.length).toBeLessThanOrEqual(10);
       seen.push(...res.value.map((r) => r.ListingKey as string));

@@ -70,7 +70,11 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     }
     expect(grouped.value.length).toBeGreaterThan(3);
     for (const g of grouped.value) expect(Object.keys(g)).toEqual(['City', 'Listings', 'MedianListPrice']);
-    expect(one).toMatchObject({ '@odata.context': `${server.url}/v1/listings/data/$metadata#Property/$entity`, ListingKey: 'P000000005', City: 'Seattle' });
+    expect(one).toMatchObject({
+      '@odata.context': `${server.url}/v1/listings/data/$metadata#Property(City,ListPrice,StandardStatus)/$entity`,
+      ListingKey: 'P000000005',
+      City: 'Seattle',
+    });
     expect(paged.value).toHaveLength(4);
     expect(paged['@odata.nextLink'].startsWith(`${server.url}/v1/listings/data/Property?`)).toBe(true);
   });
