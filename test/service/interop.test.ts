@@ -78,7 +78,7 @@ describe('OData-Version negotiation', () => {
   });
 
   it('refuses a MaxVersion below 4.0, a request version above 4.01, and values that are not versions: 400 UnsupportedODataVersion', async () => {
-    for (const headers of [
+    const cases: Array<Record<string, string>> = [
       { 'OData-MaxVersion': '3.0' },
       { 'OData-MaxVersion': '2.0' },
       { 'OData-MaxVersion': 'four' },
@@ -87,7 +87,8 @@ describe('OData-Version negotiation', () => {
       { 'OData-Version': '3.0' },
       { 'OData-Version': '4' },
       { 'OData-MaxVersion': '4.0', 'OData-Version': '4.1' },
-    ]) {
+    ];
+    for (const headers of cases) {
       const c = await get('Property?$top=1', demo, headers);
       expect(c.status, JSON.stringify(headers)).toBe(400);
       expect(c.json.error.code).toBe('UnsupportedODataVersion');
