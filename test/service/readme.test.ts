@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(8);
+    expect(bodies).toHaveLength(10);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, counted, photo] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -77,5 +77,13 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     });
     expect(paged.value).toHaveLength(4);
     expect(paged['@odata.nextLink'].startsWith(`${server.url}/v1/listings/data/Property?`)).toBe(true);
+    const engine = await defaultEngine();
+    expect(counted).toBe(engine.count('Property', "$filter=City eq 'Seattle' and Location ne null", { sources: ['CRMLS', 'NWMLS', 'ARMLS', 'HAR'] }));
+    expect(counted).toBeGreaterThan(10);
+    expect(photo).toEqual({
+      '@odata.context': `${server.url}/v1/listings/data/$metadata#Media(MediaURL)/$entity`,
+      MediaKey: 'P000000005-M01',
+      MediaURL: expect.stringMatching(/^https:/),
+    });
   });
 });
