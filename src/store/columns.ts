@@ -267,9 +267,9 @@ export class CollectionColumn {
     for (let i = this.offsets[row]; i < this.offsets[row + 1]; i++) out.push(this.dictionary[this.codes[i]]);
     return out;
   }
-  /** A collection is never null in a payload (CSDL: it exists and may be empty): an absent one is `[]`. */
+  /** null when absent (as stored); records show an absent collection as `[]` (Table.record). */
   json(row: number): JsonValue {
-    return this.get(row) ?? [];
+    return this.get(row);
   }
   get ranks(): Uint32Array {
     return (this.rankCache ??= ordinalRanks(this.dictionary));
