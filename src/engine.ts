@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
 import { execute, executeRecord } from './exec/execute.js';
-import type { QueryResult } from './exec/page.js';
+import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
 import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
@@ -33,11 +33,12 @@ import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.
 import type { Store } from './store/store.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
-export type { ExpansionName as NavigationName, NavigationRequest, Plan, QueryResource, QueryResult };
+export type { ExpansionName as NavigationName, NavigationRequest, ODataVersion, Plan, QueryResource, QueryResult };
 /** Property's navigation properties and the resource each leads to (`$expand` and navigation paths). */
 export const NAVIGATION_PROPERTIES = EXPANSIONS;
 /** $top maximum of a navigation path (and of a nested $top in $expand), by the resource it leads to. */
 export const NAVIGATION_TOP_LIMITS = EXPAND_TOP_LIMITS;
+export { contextFragment };
 
 export interface EngineOpenOptions {
   /**
@@ -69,8 +70,10 @@ export interface QueryOptions {
   readonly sources?: readonly string[];
   /** The client's `Prefer: odata.maxpagesize=N`. */
   readonly maxPageSize?: number;
-  /** The service root URL (ending in '/') that `@odata.context` and `@odata.nextLink` are made absolute with; relative by default. */
+  /** The service root URL (ending in '/') that `@odata.context`, `@odata.nextLink` and navigation links are made absolute with; relative by default. */
   readonly base?: string;
+  /** The OData version the response is for: '4.01' (default) or '4.0' (the context URL of expansions differs; DESIGN.md "OData versions"). */
+  readonly odataVersion?: ODataVersion;
 }
 
 export interface ExplainOptions extends QueryOptions {
@@ -247,7 +250,15 @@ export class Engine {
     const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, statisticsOf(gen));
     const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
     const visibleOf = rosterVisibility(gen, options.sources);
-    const result = execute(plan, gen, { visible, visibleOf, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const result = execute(plan, gen, {
+      visible,
+      visibleOf,
+      sources: options.sources,
+      nowMs: this.clock(),
+      token,
+      base: options.base ?? '',
+      version: options.odataVersion,
+    });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
   }
@@ -269,7 +280,15 @@ export class Engine {
     // the children are visible through their listing: the plan's rows are checked against Property's visibility
     const visible = rowVisibility(gen, gen.store.Property, options.sources);
     const visibleOf = rosterVisibility(gen, options.sources);
-    const result = execute(plan, gen, { visible, visibleOf, sources: options.sources, nowMs: this.clock(), token, base: options.base ?? '' });
+    const result = execute(plan, gen, {
+      visible,
+      visibleOf,
+      sources: options.sources,
+      nowMs: this.clock(),
+      token,
+      base: options.base ?? '',
+      version: options.odataVersion,
+    });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     return result;
   }
@@ -300,6 +319,25 @@ export class Engine {
   }
 
   /**
+   * The number of records of the resource that the query's `$filter` (its only option; any other
+   * is a QueryError `QueryOptionNotAllowed`) matches among those visible to the caller's sources:
+   * what `/Property/$count` answers.
+   */
+  count(resource: QueryResource, query: QueryInput, options: Pick<QueryOptions, 'sources'> = {}): number {
+    const gen = this.gen;
+    const plan = this.plans.plan({ resource, text: queryText(query), countOnly: true }, statisticsOf(gen));
+    const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
+    return execute(plan, gen, {
+      visible,
+      visibleOf: rosterVisibility(gen, options.sources),
+      sources: options.sources,
+      nowMs: this.clock(),
+      token: '',
+      base: '',
+    })['@odata.count']!;
+  }
+
+  /**
    * One record by key (`Property('KEY')`), with the query's $select, $expand and $ignorenulls
    * applied (its other options do not apply to one record and are not read), or null when no live record with the key is visible to the caller's sources.
    */
@@ -310,7 +348,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    return executeRecord(plan, gen, row, { visible, visibleOf: rosterVisibility(gen, options.sources), nowMs: this.clock() });
+    return executeRecord(plan, gen, row, { visible, visibleOf: rosterVisibility(gen, options.sources), nowMs: this.clock(), base: options.base ?? '' });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */

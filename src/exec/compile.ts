@@ -258,6 +258,14 @@ export function compile(node: Bound, ctx: CompileContext, vars: Map<string, { va
 
 function compileCompare(node: Extract<Bound, { kind: 'compare' }>, ctx: CompileContext, c: (n: Bound) => Evaluator): Evaluator {
   const { op } = node;
+  if (node.left.type === 'point') {
+    // a point compares only with null (the binder puts it on the left): its validity bit
+    const column = node.left.kind === 'field' ? ctx.table.column(node.left.field.name) : undefined;
+    const present = op === 'ne';
+    if (!column || column.kind !== 'point') return () => !present; // absent from this data set: null everywhere
+    const { validity } = column;
+    return (row) => getBit(validity, row) === present;
+  }
   // Fast path: a column against a constant, reading typed arrays directly.
   if (node.left.kind === 'field' && node.right.kind === 'const' && node.right.value !== null) {
     const column = ctx.table.column(node.left.field.name);

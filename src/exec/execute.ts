@@ -27,7 +27,7 @@ import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
-import { respond, type QueryResult } from './page.js';
+import { respond, type ODataVersion, type QueryResult } from './page.js';
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
 import { collectScan } from './scan.js';
@@ -51,8 +51,10 @@ export interface ExecContext {
   readonly nowMs: number;
   /** The $skiptoken a nextLink carries. */
   readonly token: string;
-  /** Prefix of the context and nextLink URLs ('' for relative ones). */
+  /** Prefix of the context, nextLink and navigation link URLs ('' for relative ones). */
   readonly base: string;
+  /** The OData version the envelope is written for (default 4.01). */
+  readonly version?: ODataVersion;
 }
 
 /** What a plan needs of one generation. */
@@ -102,7 +104,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
       ctx,
       children.ordered(need),
       () => children.all().length,
-      (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf),
+      (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
     );
   }
   const searches = new SearchResults(gen, table.rowCount, calls);
@@ -163,7 +165,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     }
     return collect().length;
   };
-  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.visibleOf);
+  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.visibleOf, ctx.base);
 
   const strategy = plan.strategy;
   if (plan.grouping) {
@@ -221,7 +223,12 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
-export function executeRecord(plan: Plan, gen: Generation, row: number, ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs'>): Record<string, JsonValue> {
+export function executeRecord(
+  plan: Plan,
+  gen: Generation,
+  row: number,
+  ctx: Pick<ExecContext, 'visible' | 'visibleOf' | 'nowMs' | 'base'>,
+): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
-  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf);
+  return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf, ctx.base);
 }

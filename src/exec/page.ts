@@ -12,9 +12,12 @@
  * set), the path to the containment navigation property (`$metadata#Property('K')/PropertyChange`).
  */
 import { printQueryOptions } from '../odata/printer.js';
-import type { ParsedQuery } from '../odata/ast.js';
+import type { ExpandItem, ParsedQuery, SelectItem } from '../odata/ast.js';
 import { QUERY_RESOURCES, type Plan } from '../plan/plan.js';
 import type { JsonValue } from '../store/columns.js';
+
+/** The OData version a response is written for (the request's `OData-MaxVersion` decides). */
+export type ODataVersion = '4.0' | '4.01';
 
 export interface QueryResult {
   readonly '@odata.context': string;
@@ -28,6 +31,31 @@ export interface PageContext {
   readonly token: string;
   /** Prefix of the context and nextLink URLs ('' for relative ones). */
   readonly base: string;
+  /** The context URL's form for expansions (default 4.01). */
+  readonly version?: ODataVersion;
+}
+
+/**
+ * The context URL fragment (after `$metadata#`) of a response of the query (OData 4.01 Part 1
+ * §10): the entity set, then the select list when `$select` or `$expand` shape the records
+ * (`Property(ListingKey,ListPrice)`), then `/$entity` for one record. An expansion appears as
+ * `Media()` or `Media(MediaKey,Order)` (its nested $select) in 4.01; a 4.0 response lists only
+ * expansions with a nested $select, as `Media(MediaKey,Order)`. $apply results keep the plain
+ * entity set.
+ */
+export function contextFragment(resource: string, query: ParsedQuery, version: ODataVersion = '4.01', entity = false): string {
+  const items = query.apply ? [] : selectList(query.select, query.expand, version);
+  return `${resource}${items.length ? `(${items.join(',')})` : ''}${entity ? '/$entity' : ''}`;
+}
+
+function selectList(select: readonly SelectItem[] | undefined, expand: readonly ExpandItem[] | undefined, version: ODataVersion): string[] {
+  const items = new Set<string>();
+  for (const s of select ?? []) items.add(s.kind === 'star' ? '*' : s.name);
+  for (const e of expand ?? []) {
+    const nested = selectList(e.options.select, undefined, version);
+    if (version === '4.01' || nested.length) items.add(`${e.name}(${nested.join(',')})`);
+  }
+  return [...items];
 }
 
 /**
@@ -46,7 +74,7 @@ export function respond(
   const page = skip < pageEnd ? ordered.subarray(skip, pageEnd) : new Uint32Array(0);
   const more = ordered.length > skip + rows && (top === undefined || rows < top);
   const value = page.length ? Array.from(page, project) : [];
-  const context = `${ctx.base}$metadata#${contextOf(plan)}`;
+  const context = `${ctx.base}$metadata#${contextFragment(contextOf(plan), plan.query, ctx.version)}`;
   const nextLink = more ? `${ctx.base}${nextPageOf(plan, ctx.token)}` : undefined;
   // key order: context, count, value, nextLink
   return {

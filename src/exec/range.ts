@@ -24,6 +24,7 @@ export function rangeOf(perm: Uint32Array, table: Table, field: string, top: rea
   for (const e of top) {
     if (e.kind !== 'compare' || e.left.kind !== 'field' || e.left.field.name !== field || e.right.kind !== 'const' || typeof e.right.value !== 'number')
       continue;
+    if (e.op === 'ne') continue; // no bound, and true for a null: it must not cut the nulls
     const v = e.right.value;
     ranged = true;
     if ((e.op === 'ge' || e.op === 'gt') && (v > lo || (v === lo && e.op === 'gt'))) [lo, loOpen] = [v, e.op === 'gt'];

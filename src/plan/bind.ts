@@ -7,7 +7,8 @@
  * |-------------------------|-------------------------------------------------------------------------|
  * | UnknownField            | a name that is not a field of the resource (or lambda variable)        |
  * | SearchFieldNotAllowed   | a search field used anywhere but as search.text's first argument        |
- * | TypeMismatch            | operands or arguments of incompatible types (string vs number, ...)     |
+ * | TypeMismatch            | operands or arguments of incompatible types (string vs number, ...);    |
+ * |                         | a collection compared with null; a point compared with anything else   |
  * | NotFilterable           | a field that cannot be filtered on                                      |
  * | NotSortable             | $orderby on a collection or point                                       |
  * | InvalidGeoDistance      | geo.distance anywhere but `geo.distance(Location, POINT) le NUMBER`    |
@@ -251,8 +252,17 @@ class Binder {
       }
       return this.geo(geo, rightNode);
     }
+    const collection = this.collectionBeside(leftNode, rightNode) ?? this.collectionBeside(rightNode, leftNode);
+    if (collection) {
+      this.fail(
+        'TypeMismatch',
+        `${collection} is a collection, and a collection is never null (an absent one is []): test ${collection}/any() for a non-empty one.`,
+        node,
+      );
+    }
     const left = this.expr(leftNode, scope);
     const right = this.expr(rightNode, scope);
+    if (left.type === 'point' || right.type === 'point') return this.pointCompare(op, left, right, node);
     if (!comparable(left.type, right.type)) {
       const name = left.kind === 'field' ? left.field.name : right.kind === 'field' ? right.field.name : 'the operands';
       this.fail('TypeMismatch', `'${op}' cannot compare ${TYPE_WORDS[left.type]} with ${TYPE_WORDS[right.type]} (${name}).`, node);
@@ -260,7 +270,29 @@ class Binder {
     if ((left.type === 'boolean' || right.type === 'boolean') && op !== 'eq' && op !== 'ne') {
       this.fail('TypeMismatch', `'${op}' is not defined for booleans; use eq or ne.`, node);
     }
-    return { kind: 'compare', type: 'boolean', op, left, right };
+    return booleanTest(op, left, right) ?? { kind: 'compare', type: 'boolean', op, left, right };
+  }
+
+  /** The name of the collection field `node` is, when `other` is the null literal (a collection is never null). */
+  collectionBeside(node: Expr, other: Expr): string | null {
+    if (other.kind !== 'literal' || other.type !== 'null' || node.kind !== 'member' || node.path.length !== 1) return null;
+    const f = isSearchField(node.path[0]) ? undefined : this.ctx.schema.field(node.path[0]);
+    return f?.collection ? f.name : null;
+  }
+
+  /** A geography point compares only with null (`Location eq null`, `ne null`): the point on the left. */
+  pointCompare(op: CompareOperator, left: Bound, right: Bound, node: Expr): Bound {
+    const point = left.type === 'point' ? left : right;
+    const other = point === left ? right : left;
+    if (other.type !== 'null' || (op !== 'eq' && op !== 'ne')) {
+      const name = point.kind === 'field' ? point.field.name : 'a geography point';
+      this.fail(
+        'TypeMismatch',
+        `${name} is a geography point: it compares only with null ('eq null', 'ne null'); use geo.distance(${name}, geography'POINT(lon lat)') le METERS for distances.`,
+        node,
+      );
+    }
+    return { kind: 'compare', type: 'boolean', op, left: point, right: other };
   }
 
   geo(call: Extract<Expr, { kind: 'call' }>, limit: Expr): Bound {
@@ -383,6 +415,45 @@ class Binder {
     const ordinal = scope.searchCount++;
     return { kind: 'search', type: 'boolean', field: fieldArg.path[0], text: textArg.value, minMatches, ordinal };
   }
+}
+
+/**
+ * Whether a boolean expression is never null (true or false for every row): search.text,
+ * geo.distance, comparisons, `in` and membership are two-valued, and so is logic over them.
+ */
+function neverNull(b: Bound): boolean {
+  switch (b.kind) {
+    case 'search':
+    case 'geo':
+    case 'compare':
+    case 'in':
+    case 'member':
+      return true;
+    case 'const':
+      return b.value !== null;
+    case 'not':
+      return neverNull(b.operand);
+    case 'and':
+    case 'or':
+      return neverNull(b.left) && neverNull(b.right);
+    case 'lambda':
+      return b.predicate === null || neverNull(b.predicate);
+    default:
+      return false;
+  }
+}
+
+/**
+ * `X eq true` is X itself when X is never null (`X eq false`, `X ne true`: not X), so that
+ * `search.text(...) eq true` stays a search conjunct the planner can answer from postings and
+ * rank by; any other boolean comparison keeps the ordinary null rules (null eq true is false).
+ */
+function booleanTest(op: CompareOperator, left: Bound, right: Bound): Bound | null {
+  if (op !== 'eq' && op !== 'ne') return null;
+  const [test, constant] =
+    right.kind === 'const' && typeof right.value === 'boolean' ? [left, right.value] : [right, left.kind === 'const' ? left.value : null];
+  if (typeof constant !== 'boolean' || test.kind === 'const' || test.type !== 'boolean' || !neverNull(test)) return null;
+  return constant === (op === 'eq') ? test : { kind: 'not', type: 'boolean', operand: test };
 }
 
 export interface BoundFilter {

@@ -32,7 +32,7 @@ export class PlanCache {
   /** The plan of a request on data with these statistics: the cached one while its schemas hold, else a new one. */
   plan(request: PlanRequest, stats: PlanStatistics): Plan {
     const nav = request.navigation;
-    const key = `${request.resource}${nav ? `(${JSON.stringify(nav.key)})/${nav.name}` : ''}\n${request.maxPageSize ?? ''}\n${request.text}`;
+    const key = `${request.resource}${nav ? `(${JSON.stringify(nav.key)})/${nav.name}` : ''}${request.countOnly ? '/$count' : ''}\n${request.maxPageSize ?? ''}\n${request.text}`;
     const hit = this.entries.get(key);
     if (hit !== undefined) {
       this.entries.delete(key); // refresh its place in the LRU order

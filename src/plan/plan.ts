@@ -90,6 +90,8 @@ export interface Plan {
   readonly count: boolean;
   /** Selected fields in schema order, or null for all. */
   readonly select: readonly string[] | null;
+  /** Navigation properties $select names: each record carries their `@odata.navigationLink` (in request order). */
+  readonly links: readonly string[];
   readonly ignoreNulls: boolean;
   /** $expand, each a nested plan over a child resource (Property only). */
   readonly expand: readonly BoundExpansion[] | null;

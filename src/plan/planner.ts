@@ -21,7 +21,7 @@
  * sorted permutation that stops after skip+top matches; otherwise all matches, then a heap.
  */
 import { QueryError } from '../errors.js';
-import { spanOf, type ParsedQuery } from '../odata/ast.js';
+import { spanOf, type ParsedQuery, type SelectItem, type SelectProperty } from '../odata/ast.js';
 import { parseQuery } from '../odata/parse-query.js';
 import { PROPERTY_REFERENCES } from '../schema/catalog.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -64,6 +64,8 @@ export interface PlanRequest {
   readonly maxPageSize?: number;
   /** A navigation path `resource('key')/name`: the query is over that listing's children. */
   readonly navigation?: NavigationRequest;
+  /** Only the number of matches (`/Property/$count`): the query may hold `$filter` alone. */
+  readonly countOnly?: boolean;
 }
 
 /** A navigation path's key and navigation property, as the caller names them. */
@@ -123,8 +125,17 @@ function navigationOf(resource: QueryResource, { key, name }: NavigationRequest)
   return { access: { kind: 'children', parent: 'Property', key, navigation }, resource: EXPANSIONS[navigation] as ChildResourceName };
 }
 
-function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics, nav: Navigation | null): Plan {
+function planParsed({ resource: queried, maxPageSize, countOnly }: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics, nav: Navigation | null): Plan {
   const resource = nav?.resource ?? queried;
+  if (countOnly) {
+    for (const option of Object.keys(parsed)) {
+      if (option !== 'filter') {
+        throw new QueryError('QueryOptionNotAllowed', `$${option} does not apply to a count (${resource}/$count): it takes $filter only.`, {
+          option: `$${option}`,
+        });
+      }
+    }
+  }
   const schema = stats.schemaOf(resource);
   const span = (node: object) => spanOf(parsed, node);
   const expand = parsed.expand ? bindExpand(parsed.expand, { resource, schemaOf: (r) => stats.schemaOf(r), spanOf: span }) : null;
@@ -137,14 +148,24 @@ function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: Par
   const grouping = applied?.grouping ?? null;
   const filter = applied ? applied.filter : (bound?.expr ?? null);
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
-  const select = parsed.select && !grouping ? (bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null) : null;
+  // $select may name navigation properties: the records then carry their navigation links
+  const navigation = (item: SelectItem): boolean => item.kind === 'property' && resource === 'Property' && Object.hasOwn(EXPANSIONS, item.name);
+  const selectItems = parsed.select && !grouping ? parsed.select : null;
+  const links = [...new Set(selectItems?.filter(navigation).map((i) => (i as SelectProperty).name) ?? [])];
+  const select = selectItems
+    ? (bindSelect(
+        selectItems.filter((i) => !navigation(i)),
+        ctx('$select'),
+      )?.map((f) => f.name) ?? null)
+    : null;
 
   const limit = nav ? EXPAND_TOP_LIMITS[nav.resource] : TOP_LIMITS[queried];
   if (parsed.top !== undefined && parsed.top > limit) {
     throw new QueryError('TopTooLarge', `$top=${parsed.top} is above the maximum of ${limit} for ${resource}.`, { option: '$top' });
   }
   const maxPage = maxPageSize !== undefined && maxPageSize > 0 ? Math.min(Math.floor(maxPageSize), limit) : undefined;
-  const rows = parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : (maxPage ?? DEFAULT_PAGE_SIZE);
+  const rows = countOnly ? 0 : parsed.top !== undefined ? Math.min(parsed.top, maxPage ?? parsed.top) : (maxPage ?? DEFAULT_PAGE_SIZE);
+  const count = countOnly === true || parsed.count === true;
 
   const searches = searchCalls(filter);
   // every call is checked (bad terms, min_matches) whether or not it can feed the rows
@@ -152,7 +173,7 @@ function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: Par
   const top = conjuncts(filter);
   const strategy: OrderStrategy = nav
     ? { kind: 'siblings' }
-    : chooseOrder(order, top, searches, parsed.count === true, parsed.top !== undefined, (name) => stats.rangeRows(queried, name, []) !== null);
+    : chooseOrder(order, top, searches, count, parsed.top !== undefined, (name) => stats.rangeRows(queried, name, []) !== null);
   const access = nav ? nav.access : chooseAccess(queried, top, searchSizes, stats);
   const answered = answeredBy(access, top);
   return {
@@ -165,8 +186,9 @@ function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: Par
     strategy,
     order,
     page: { skip: parsed.skip ?? 0, rows, top: parsed.top },
-    count: parsed.count === true,
+    count,
     select,
+    links,
     ignoreNulls: parsed.ignorenulls === true,
     expand,
     grouping,
@@ -222,7 +244,10 @@ export function conjuncts(expr: Bound | null): Bound[] {
   return out;
 }
 
-/** Every search.text call of a filter, in ordinal order. */
+/**
+ * Every search.text call of a filter, in ordinal order: wherever it stands (under and/or/not, in
+ * a comparison such as `search.text(...) eq null`, inside a lambda's predicate).
+ */
 export function searchCalls(expr: Bound | null): SearchNode[] {
   const out: SearchNode[] = [];
   const stack: Bound[] = expr ? [expr] : [];
@@ -234,12 +259,30 @@ export function searchCalls(expr: Bound | null): SearchNode[] {
         break;
       case 'and':
       case 'or':
+      case 'compare':
+      case 'arith':
         stack.push(e.left, e.right);
         break;
       case 'not':
+      case 'negate':
         stack.push(e.operand);
         break;
-      default:
+      case 'call':
+        stack.push(...e.args);
+        break;
+      case 'in':
+        stack.push(e.left);
+        break;
+      case 'member':
+        stack.push(e.value);
+        break;
+      case 'lambda':
+        if (e.predicate) stack.push(e.predicate);
+        break;
+      case 'const':
+      case 'field':
+      case 'var':
+      case 'geo':
         break;
     }
   }

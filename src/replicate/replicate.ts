@@ -473,13 +473,14 @@ function keyOfRow(resource: ReplicatedResource, row: Record<string, unknown>, ur
 
 /**
  * The record as a data file holds it: no nulls (absent and null are the same to the loader), no
- * annotations (`@odata.*`), and for Property none of the fields the engine derives (DaysOnMarket,
- * Location, RawLocation, service_*), which the loader would ignore.
+ * empty collections (a collection the data leaves out reads as `[]`, so `[]` and absent are the
+ * same answer), no annotations (`@odata.*`), and for Property none of the fields the engine
+ * derives (DaysOnMarket, Location, RawLocation, service_*), which the loader would ignore.
  */
 function clean(resource: ReplicatedResource, row: Record<string, unknown>): JsonRecord {
   const out: JsonRecord = {};
   for (const [name, value] of Object.entries(row)) {
-    if (value === null || name.includes('@') || (resource === 'Property' && DERIVED.has(name))) continue;
+    if (value === null || (Array.isArray(value) && value.length === 0) || name.includes('@') || (resource === 'Property' && DERIVED.has(name))) continue;
     out[name] = value;
   }
   return out;

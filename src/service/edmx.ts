@@ -46,12 +46,13 @@ function propertyXml(f: FieldDef): string {
   return `<Property ${attrs}><Annotation Term="${LOOKUP_TERM_NAMESPACE}.LookupName" String="${escapeXml(lookupName(f.lookup))}"/></Property>`;
 }
 
-export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema): string {
+/** `version`: the Edmx Version attribute, '4.01' or, for a client that accepts only 4.0, '4.0' (the document is otherwise the same: it uses nothing 4.01 added). */
+export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema, version: '4.0' | '4.01' = '4.01'): string {
   const out: string[] = ['<?xml version="1.0" encoding="utf-8"?>'];
   const line = (depth: number, text: string): void => {
     out.push('  '.repeat(depth) + text);
   };
-  line(0, '<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.01">');
+  line(0, `<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="${version}">`);
   line(1, '<edmx:DataServices>');
   line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${LOOKUP_TERM_NAMESPACE}">`);
   line(3, '<Term Name="LookupName" Type="Edm.String" AppliesTo="Property"/>');

@@ -18,6 +18,8 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   InvalidCredentials: 400,
   InvalidPercentEncoding: 400,
   InvalidKey: 400,
+  UnknownKeyProperty: 400,
+  UnsupportedODataVersion: 400,
   InvalidHttp: 400,
   QueryOptionNotAllowed: 400,
   UnsupportedFormat: 400,

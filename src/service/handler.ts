@@ -7,7 +7,16 @@
  * sources; DESIGN.md "Writes over HTTP"); to every other session the service is read-only.
  */
 import { randomUUID } from 'node:crypto';
-import { NAVIGATION_PROPERTIES, NAVIGATION_TOP_LIMITS, TOP_LIMITS, type Engine, type QueryResource, type QueryResult } from '../engine.js';
+import {
+  contextFragment,
+  NAVIGATION_PROPERTIES,
+  NAVIGATION_TOP_LIMITS,
+  TOP_LIMITS,
+  type Engine,
+  type ODataVersion,
+  type QueryResource,
+  type QueryResult,
+} from '../engine.js';
 import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -31,7 +40,7 @@ import {
   readBody,
   type Limits,
 } from './request.js';
-import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, XML_TYPE } from './respond.js';
+import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, TEXT_TYPE, XML_TYPE } from './respond.js';
 
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -63,10 +72,9 @@ export interface HandlerOptions {
 const DATA_PREFIX = '/v1/listings/data';
 const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
-/** What an admin session may do on a collection, on `Property('KEY')`, and on `Media('KEY')`, `Member('KEY')`, .... */
+/** What an admin session may do on a collection, and on one record (`Property('KEY')`, `Media('KEY')`, ...). */
 const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
-const LISTING_METHODS_ADMIN = 'GET, HEAD, DELETE';
-const CHILD_METHODS_ADMIN = 'DELETE';
+const ENTITY_METHODS_ADMIN = 'GET, HEAD, DELETE';
 const BEARER_CHALLENGE = 'Bearer realm="reso-engine"';
 /** Options a fetch by key takes (the rest describe collections). */
 const ENTITY_OPTIONS: ReadonlySet<keyof ParsedQuery> = new Set<keyof ParsedQuery>(['select', 'expand', 'ignorenulls', 'format']);
@@ -106,7 +114,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const onError = options.onError ?? defaultOnError;
   /** Logins of one username run one at a time, so a burst cannot slip past the throttle. */
   const loginQueue = new Map<string, Promise<unknown>>();
-  let metadata: { schemas: Schemas; xml: string } | null = null;
+  let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
 
   async function token(request: Request): Promise<Response> {
     if (request.method !== 'POST')
@@ -202,10 +210,13 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string): Response {
+  function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string, version: ODataVersion): Response {
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
-    return envelopeResponse(engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` }), applied);
+    return envelopeResponse(
+      engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/`, odataVersion: version }),
+      applied,
+    );
   }
 
   /**
@@ -215,22 +226,27 @@ export function createHandler(options: HandlerOptions): Handler {
    * `UnknownNavigationProperty` for a name Property does not have, 404 `EntityNotFound` for a
    * listing the account does not see.
    */
-  function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string): Response {
+  function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string, version: ODataVersion): Response {
     const key = parseKey('Property', literal);
     const reference = PROPERTY_REFERENCES.find((r) => r.name === name);
     if (reference !== undefined) {
-      options_(decoded, ENTITY_OPTIONS, `a single ${reference.target}`);
+      const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${reference.target}`);
       const record = engine.navigateOne('Property', key, name, decoded, { sources: session.sources });
       if (record === null) return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
       const fields = JSON.stringify(record);
-      const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#${reference.target}/$entity`);
+      const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#${contextFragment(reference.target, parsed, version, true)}`);
       return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
     }
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
     const limit = target === null || target === 'Member' || target === 'Office' ? undefined : NAVIGATION_TOP_LIMITS[target];
     const applied = prefer === undefined || limit === undefined ? prefer : Math.min(prefer, limit);
-    const result = engine.navigate('Property', key, name, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/` });
+    const result = engine.navigate('Property', key, name, decoded, {
+      sources: session.sources,
+      maxPageSize: applied,
+      base: `${base}${DATA_PREFIX}/`,
+      odataVersion: version,
+    });
     return envelopeResponse(result, applied);
   }
 
@@ -253,14 +269,21 @@ export function createHandler(options: HandlerOptions): Handler {
     return engine.isVisible(resource, key, sources);
   }
 
-  function entity(literal: string, session: Session, decoded: string, base: string): Response {
-    const key = parseKey('Property', literal);
-    options_(decoded, ENTITY_OPTIONS, 'a single listing');
-    const record = engine.entity('Property', key, decoded, { sources: session.sources });
-    if (record === null) throw notFoundOf('Property', key);
+  /** `Property('KEY')`, `Media(MediaKey='KEY')`, ...: one record visible to the account, else 404. */
+  function entity(resource: QueryResource, literal: string, session: Session, decoded: string, base: string, version: ODataVersion): Response {
+    const key = parseKey(resource, literal);
+    const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${resource} record`);
+    const root = `${base}${DATA_PREFIX}/`;
+    const record = engine.entity(resource, key, decoded, { sources: session.sources, base: root });
+    if (record === null) throw notFoundOf(resource, key);
     const fields = JSON.stringify(record);
-    const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#Property/$entity`);
+    const context = JSON.stringify(`${root}$metadata#${contextFragment(resource, parsed, version, true)}`);
     return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
+  }
+
+  /** `Property/$count` (also after `?$filter=`): the number of visible matches as text/plain. */
+  function count(resource: QueryResource, session: Session, decoded: string): Response {
+    return textResponse(200, String(engine.count(resource, decoded, { sources: session.sources })), TEXT_TYPE);
   }
 
   /** Writes run one at a time, so each one's source checks see the data the one before left. */
@@ -397,13 +420,15 @@ export function createHandler(options: HandlerOptions): Handler {
     return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
   }
 
-  function metadataResponse(): Response {
+  function metadataResponse(version: ODataVersion): Response {
     const schemas = schemasOf(engine);
-    if (metadata === null || !sameSchemas(metadata.schemas, schemas)) metadata = { schemas, xml: metadataXml((r) => engine.schemaOf(r)) };
-    return textResponse(200, metadata.xml, XML_TYPE);
+    if (metadata === null || !sameSchemas(metadata.schemas, schemas)) metadata = { schemas, xml: new Map() };
+    let xml = metadata.xml.get(version);
+    if (xml === undefined) metadata.xml.set(version, (xml = metadataXml((r) => engine.schemaOf(r), version)));
+    return textResponse(200, xml, XML_TYPE);
   }
 
-  async function route(request: Request): Promise<Response> {
+  async function route(request: Request, negotiated: Negotiated): Promise<Response> {
     const raw = rawQueryOfRequest(request);
     checkQueryLength(raw, limits);
     const path = new URL(request.url).pathname;
@@ -412,6 +437,8 @@ export function createHandler(options: HandlerOptions): Handler {
     if (declared !== null && Number(declared) > bodyLimit) {
       throw new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${bodyLimit} bytes.`);
     }
+    if (negotiated.problem !== null) throw negotiated.problem;
+    const version = negotiated.version;
     if (path === '/v1/token') return token(request);
     if (path !== '/v1' && !path.startsWith('/v1/')) throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
     const session = authenticate(request);
@@ -444,12 +471,17 @@ export function createHandler(options: HandlerOptions): Handler {
       if (segment === '$metadata') {
         read();
         format(options_(decodeQueryOptions(raw), new Set(['format']), '$metadata'), 'xml', '$metadata');
-        return metadataResponse();
+        return metadataResponse(version);
       }
       if (COLLECTIONS.has(segment)) {
         if (session.admin && request.method === 'POST') return upsertRecords(segment as QueryResource, request, session, raw);
         read(session.admin ? COLLECTION_METHODS_ADMIN : READ_METHODS);
-        return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base);
+        return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base, version);
+      }
+      const counted = /^(Property|Media|OpenHouse|Member|Office)\/\$count$/.exec(segment);
+      if (counted) {
+        read();
+        return count(counted[1] as QueryResource, session, decodeQueryOptions(raw));
       }
       if (segment === '$changes' && session.admin) {
         read('POST');
@@ -459,14 +491,14 @@ export function createHandler(options: HandlerOptions): Handler {
       const navigated = /^Property\((.*)\)\/([^/]*)$/s.exec(segment);
       if (navigated) {
         read();
-        return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base);
+        return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base, version);
       }
       const keyed = /^(Property|Media|OpenHouse|Member|Office)\((.*)\)$/s.exec(segment);
-      if (keyed && (keyed[1] === 'Property' || session.admin)) {
+      if (keyed) {
         const resource = keyed[1] as QueryResource;
         if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);
-        read(!session.admin ? READ_METHODS : resource === 'Property' ? LISTING_METHODS_ADMIN : CHILD_METHODS_ADMIN);
-        return entity(keyed[2], session, decodeQueryOptions(raw), base);
+        read(session.admin ? ENTITY_METHODS_ADMIN : READ_METHODS);
+        return entity(resource, keyed[2], session, decodeQueryOptions(raw), base, version);
       }
     }
     throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}.`);
@@ -474,8 +506,9 @@ export function createHandler(options: HandlerOptions): Handler {
 
   return async (request: Request): Promise<Response> => {
     let response: Response;
+    const negotiated = negotiate(request);
     try {
-      response = await route(request);
+      response = await route(request, negotiated);
     } catch (error) {
       if (error instanceof QueryError && statusOf(error) !== 500) {
         response = errorResponse(error);
@@ -493,19 +526,64 @@ export function createHandler(options: HandlerOptions): Handler {
         );
       }
     }
+    response.headers.set('OData-Version', negotiated.version);
     return request.method === 'HEAD' ? new Response(null, { status: response.status, headers: response.headers }) : response;
   };
 }
 
-/** `'KEY'` (with `''` for a quote) or `ListingKey='KEY'` (the resource's key field); anything else is a 400. */
+/** The OData version of the response, and the 400 the request's version headers deserve, if any. */
+interface Negotiated {
+  readonly version: ODataVersion;
+  readonly problem: ServiceError | null;
+}
+
+/**
+ * OData-Version negotiation (SERVICE.md §5): `OData-MaxVersion` 4.0 (up to 4.01 exclusive) gets a
+ * 4.0 response, none or 4.01 and above a 4.01 one; a MaxVersion below 4.0 cannot be served, and a
+ * request that says it is written in a version above 4.01 (`OData-Version`) cannot be read: both
+ * 400 `UnsupportedODataVersion`, as is a value that is not a version number.
+ */
+function negotiate(request: Request): Negotiated {
+  const versionOf = (header: string): number | null | undefined => {
+    const value = request.headers.get(header);
+    if (value === null) return undefined;
+    return /^\s*\d+\.\d+\s*$/.test(value) ? Number(value) : null;
+  };
+  const refuse = (version: ODataVersion, message: string): Negotiated => ({ version, problem: new ServiceError('UnsupportedODataVersion', message) });
+  const max = versionOf('odata-maxversion');
+  const own = versionOf('odata-version');
+  const version: ODataVersion = max !== undefined && max !== null && max < 4.01 ? '4.0' : '4.01';
+  if (max === null) return refuse(version, 'OData-MaxVersion must be a version number such as 4.0 or 4.01.');
+  if (max !== undefined && max < 4) return refuse('4.0', `OData-MaxVersion ${max.toFixed(1)} is below 4.0: this service speaks OData 4.0 and 4.01.`);
+  if (own === null) return refuse(version, 'OData-Version must be a version number such as 4.0 or 4.01.');
+  if (own !== undefined && (own > 4.01 || own < 4)) {
+    return refuse(version, `OData-Version ${request.headers.get('odata-version')!.trim()} is not one this service reads: send requests as OData 4.0 or 4.01.`);
+  }
+  return { version, problem: null };
+}
+
+/**
+ * `'KEY'` (with `''` for a quote) or `ListingKey='KEY'` (the resource's key field): another
+ * name is a 400 `UnknownKeyProperty`, anything else that is not a key a 400 `InvalidKey`.
+ */
 function parseKey(resource: QueryResource, literal: string): string {
-  const named = `${CATALOG[resource].key}=`;
-  const text = literal.startsWith(named) ? literal.slice(named.length) : literal;
+  const keyName = CATALOG[resource].key;
+  const name = /^([\p{L}_][\p{L}\p{N}_]*)=/u.exec(literal)?.[1];
+  if (name !== undefined && name !== keyName) {
+    throw new ServiceError(
+      'UnknownKeyProperty',
+      `${resource}'s key is ${keyName}, not '${name.slice(0, 80)}': write ${resource}('KEY') or ${resource}(${keyName}='KEY').`,
+    );
+  }
+  const text = name !== undefined ? literal.slice(name.length + 1) : literal;
   if (text.length >= 2 && text.startsWith("'") && text.endsWith("'")) {
     const inner = text.slice(1, -1);
     if (!inner.replace(/''/g, '').includes("'")) return inner.replace(/''/g, "'");
   }
-  throw new ServiceError('InvalidKey', `${resource}(${literal.slice(0, 80)}) is not a key: write ${resource}('KEY'), doubling any quote inside the key.`);
+  throw new ServiceError(
+    'InvalidKey',
+    `${resource}(${literal.slice(0, 80)}) is not a key: write ${resource}('KEY') or ${resource}(${keyName}='KEY'), doubling any quote inside the key.`,
+  );
 }
 
 /** The 404 of a key no live record visible to the account has (the same whether it exists elsewhere or not). */

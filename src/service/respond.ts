@@ -1,5 +1,6 @@
 /**
- * Building Responses: every one carries `OData-Version: 4.01`; small bodies are one byte array
+ * Building Responses: every one carries `OData-Version: 4.01` (the handler sets the version it
+ * negotiated, 4.0 or 4.01, on the way out); small bodies are one byte array
  * with a Content-Length, large data pages a ReadableStream written in batches of records.
  */
 import type { JsonValue } from '../store/columns.js';
@@ -10,6 +11,7 @@ export const ODATA_VERSION = '4.01';
 export const JSON_TYPE = 'application/json; charset=utf-8';
 export const ODATA_JSON_TYPE = 'application/json; odata.metadata=minimal; charset=utf-8';
 export const XML_TYPE = 'application/xml; charset=utf-8';
+export const TEXT_TYPE = 'text/plain; charset=utf-8';
 
 const encoder = new TextEncoder();
 

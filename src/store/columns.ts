@@ -267,6 +267,7 @@ export class CollectionColumn {
     for (let i = this.offsets[row]; i < this.offsets[row + 1]; i++) out.push(this.dictionary[this.codes[i]]);
     return out;
   }
+  /** null when absent (as stored); records show an absent collection as `[]` (Table.record). */
   json(row: number): JsonValue {
     return this.get(row);
   }

@@ -56,7 +56,8 @@ export class Table {
 
   /**
    * The record of a row: every schema field, or the given ones, in schema order (fields the
-   * schema lacks come last, as null), each with its JSON value, null when absent.
+   * schema lacks come last, as null), each with its JSON value, null when absent (a collection:
+   * `[]`, never null).
    */
   record(row: number, fields?: readonly string[], nowMs?: number): Record<string, JsonValue> {
     const key = fields === undefined ? '' : fields.join('\u0000');
@@ -138,7 +139,9 @@ function compileRecord(names: readonly string[], columns: readonly Column[], fie
   const prop = (name: string): string => (name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name));
   names.forEach((name, i) => {
     if (wanted !== null && !wanted.has(name)) return;
-    parts.push(`${prop(name)}: c[${i}].${columns[i].kind === 'daysOnMarket' ? 'get(row, now)' : 'json(row)'}`);
+    // a collection is never null in a record (CSDL: it exists and may be empty): an absent one is []
+    const kind = columns[i].kind;
+    parts.push(`${prop(name)}: c[${i}].${kind === 'daysOnMarket' ? 'get(row, now)' : kind === 'collection' ? 'get(row) ?? []' : 'json(row)'}`);
   });
   const known = new Set(names);
   for (const f of new Set(fields ?? [])) if (!known.has(f)) parts.push(`${prop(f)}: null`);

@@ -69,6 +69,12 @@ function expanded(engine: Engine, key: string, nav: Nav, nested: string, ignoreN
   return record![nav] as Rec[];
 }
 
+/** The select list a context URL carries for the query's `$select` (OData JSON format: `Media(MediaKey,Order)`). */
+const selectListOf = (query: string): string => {
+  const m = /\$select=([^&;]*)/.exec(query);
+  return m ? `(${decodeURIComponent(m[1])})` : '';
+};
+
 describe('navigation paths equal $expand on the default data set', () => {
   let engine: Engine;
   /** Listings to compare on: a spread of keys, and the ones with the most and with no children of each kind. */
@@ -112,7 +118,8 @@ describe('navigation paths equal $expand on the default data set', () => {
               expect(p['@odata.count'], `${key} ${nav} ${nested}`).toBe(matching);
               expect(p.value.length).toBeLessThanOrEqual(maxPageSize ?? (top ? Number(top[1]) : 10));
               expect(p['@odata.context']).toBe(
-                nav === 'PropertyChange' ? `$metadata#Property('${key}')/PropertyChange` : `$metadata#${nav === 'OpenHouse' ? 'OpenHouse' : 'Media'}`,
+                (nav === 'PropertyChange' ? `$metadata#Property('${key}')/PropertyChange` : `$metadata#${nav === 'OpenHouse' ? 'OpenHouse' : 'Media'}`) +
+                  selectListOf(nested),
               );
             }
             rows += got.length;

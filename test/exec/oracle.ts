@@ -25,7 +25,8 @@ export class NaiveEngine {
 
   /** A field's value as the engine sees it: timestamps as ms, dates as days, derived fields. */
   field(r: Rec, name: string): V {
-    if (name === 'Location' || name === 'RawLocation') throw new Error('points have no scalar value');
+    // a point only ever compares with null (`Location ne null`): [lon, lat] or null
+    if (name === 'Location' || name === 'RawLocation') return this.point(r, name);
     if (name === 'DaysOnMarket') {
       const ref = this.field(r, 'service_DaysOnMarketReferenceTimestamp');
       return ref === null ? null : Math.max(0, Math.floor((this.nowMs - (ref as number)) / DAY));
@@ -232,15 +233,19 @@ export class NaiveEngine {
     const keyOf = (r: Rec): string => r[this.key] as string;
     // relevance: the summed scores of this filter's own search.text calls that hold for the row
     const calls: Array<Map<number, number>> = [];
-    const walk = (e: Expr | undefined): void => {
+    // every call, wherever it stands: under and/or/not, compared with true/false/null, in a lambda
+    const walk = (e: Expr | undefined | null): void => {
       if (!e) return;
       if (e.kind === 'call' && e.name === 'search.text') {
         const [f, t, m] = e.args as unknown as [MemberExpr, { value: string }, { value: number } | undefined];
         calls.push(this.search(f.path[0] as SearchFieldName, t.value, m?.value));
-      } else if (e.kind === 'and' || e.kind === 'or') {
+      } else if (e.kind === 'and' || e.kind === 'or' || e.kind === 'compare' || e.kind === 'arithmetic') {
         walk(e.left);
         walk(e.right);
-      } else if (e.kind === 'not') walk(e.operand);
+      } else if (e.kind === 'not' || e.kind === 'negate') walk(e.operand);
+      else if (e.kind === 'lambda') walk(e.predicate);
+      else if (e.kind === 'call') e.args.forEach(walk);
+      else if (e.kind === 'in') walk(e.left);
     };
     walk(filter);
     const relevance = (i: number): number => {

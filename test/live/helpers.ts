@@ -327,10 +327,20 @@ export class LiveModel {
   }
 }
 
-/** The record the engine should give for `r` with every field of `fields` (absent ones null, derived ones computed). */
-export function expectedRecord(resource: QueryResource, r: Rec, fields: readonly string[], oracle: LiveOracle): Rec {
+/** The record the engine should give for `r` with every field of `fields` (absent ones null, absent collections [], derived ones computed). */
+export function expectedRecord(
+  resource: QueryResource,
+  r: Rec,
+  fields: ReadonlyArray<{ readonly name: string; readonly collection: boolean }>,
+  oracle: LiveOracle,
+): Rec {
   const out: Rec = {};
-  for (const f of fields) {
+  for (const { name: f, collection } of fields) {
+    // a collection is never null in a record: an absent one is []
+    if (collection) {
+      out[f] = r[f] ?? [];
+      continue;
+    }
     if (resource === 'Property' && (f === 'Location' || f === 'RawLocation')) out[f] = oracle.geoJson(r, f);
     else if (resource === 'Property' && (f === 'service_OriginalEntryTimestamp' || f === 'service_DaysOnMarketReferenceTimestamp'))
       out[f] = oracle.timestamp(r, f);

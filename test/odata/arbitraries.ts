@@ -53,8 +53,6 @@ export const NAMES = [
 
 export const name = fc.constantFrom(...NAMES);
 
-export const member: fc.Arbitrary<MemberExpr> = fc.array(name, { minLength: 1, maxLength: 3 }).map((path) => ({ kind: 'member', path }));
-
 const numberText = fc.oneof(
   fc.stringMatching(/^[+-]?\d{1,20}$/),
   fc.stringMatching(/^[+-]?\d{1,12}\.\d{1,12}$/),
@@ -118,95 +116,113 @@ const FUNCTIONS = Object.keys(FUNCTION_ARITY) as FunctionName[];
 const COMPARE: CompareOperator[] = ['eq', 'ne', 'gt', 'ge', 'lt', 'le'];
 const ARITHMETIC: ArithmeticOperator[] = ['add', 'sub', 'mul', 'div', 'mod'];
 
-/** Expressions up to a few levels deep (well inside the nesting limit). */
-export const expr: fc.Arbitrary<Expr> = fc.letrec<{ expr: Expr; list: ListExpr }>((tie) => {
-  const sub = tie('expr');
-  return {
-    list: fc.array(literal, { maxLength: 4 }).map((items): ListExpr => ({ kind: 'list', items })),
-    expr: fc.oneof(
-      { depthSize: 'small', withCrossShrink: true },
-      literal,
-      member,
-      fc.constantFrom(...FUNCTIONS).chain((fn) => {
-        const [min, max] = FUNCTION_ARITY[fn];
-        return fc.array(sub, { minLength: min, maxLength: max }).map((args): Expr => ({ kind: 'call', name: fn, args }));
-      }),
-      fc.oneof(
-        fc
-          .record({ collection: member, variable: name, predicate: sub })
-          .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'all', collection, variable, predicate })),
-        fc
-          .record({ collection: member, variable: name, predicate: sub })
-          .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'any', collection, variable, predicate })),
-        member.map((collection): Expr => ({ kind: 'lambda', operator: 'any', collection, variable: null, predicate: null })),
+/**
+ * The grammar's generators over a set of names: `grammarOf(name)` with the syntax-only NAMES
+ * (below) for the parser's tests, or with a data set's field names (and extra atoms that are
+ * well typed) for whole queries against a schema (test/service/fuzz.test.ts).
+ */
+export interface Grammar {
+  readonly member: fc.Arbitrary<MemberExpr>;
+  readonly expr: fc.Arbitrary<Expr>;
+  readonly query: fc.Arbitrary<ParsedQuery>;
+}
+
+export function grammarOf(name: fc.Arbitrary<string>, atoms: ReadonlyArray<fc.Arbitrary<Expr>> = []): Grammar {
+  const member: fc.Arbitrary<MemberExpr> = fc.array(name, { minLength: 1, maxLength: 3 }).map((path) => ({ kind: 'member', path }));
+  /** Expressions up to a few levels deep (well inside the nesting limit). */
+  const expr: fc.Arbitrary<Expr> = fc.letrec<{ expr: Expr; list: ListExpr }>((tie) => {
+    const sub = tie('expr');
+    return {
+      list: fc.array(literal, { maxLength: 4 }).map((items): ListExpr => ({ kind: 'list', items })),
+      expr: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        literal,
+        member,
+        ...atoms,
+        fc.constantFrom(...FUNCTIONS).chain((fn) => {
+          const [min, max] = FUNCTION_ARITY[fn];
+          return fc.array(sub, { minLength: min, maxLength: max }).map((args): Expr => ({ kind: 'call', name: fn, args }));
+        }),
+        fc.oneof(
+          fc
+            .record({ collection: member, variable: name, predicate: sub })
+            .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'all', collection, variable, predicate })),
+          fc
+            .record({ collection: member, variable: name, predicate: sub })
+            .map(({ collection, variable, predicate }): Expr => ({ kind: 'lambda', operator: 'any', collection, variable, predicate })),
+          member.map((collection): Expr => ({ kind: 'lambda', operator: 'any', collection, variable: null, predicate: null })),
+        ),
+        sub.map((operand): Expr => ({ kind: 'not', operand })),
+        sub.map((operand): Expr => ({ kind: 'negate', operand })),
+        fc.tuple(sub, sub).map(([left, right]): Expr => ({ kind: 'and', left, right })),
+        fc.tuple(sub, sub).map(([left, right]): Expr => ({ kind: 'or', left, right })),
+        fc.tuple(fc.constantFrom(...COMPARE), sub, sub).map(([operator, left, right]): Expr => ({ kind: 'compare', operator, left, right })),
+        fc.tuple(fc.constantFrom(...ARITHMETIC), sub, sub).map(([operator, left, right]): Expr => ({ kind: 'arithmetic', operator, left, right })),
+        fc.tuple(sub, fc.oneof(tie('list'), sub)).map(([left, right]): Expr => ({ kind: 'in', left, right })),
       ),
-      sub.map((operand): Expr => ({ kind: 'not', operand })),
-      sub.map((operand): Expr => ({ kind: 'negate', operand })),
-      fc.tuple(sub, sub).map(([left, right]): Expr => ({ kind: 'and', left, right })),
-      fc.tuple(sub, sub).map(([left, right]): Expr => ({ kind: 'or', left, right })),
-      fc.tuple(fc.constantFrom(...COMPARE), sub, sub).map(([operator, left, right]): Expr => ({ kind: 'compare', operator, left, right })),
-      fc.tuple(fc.constantFrom(...ARITHMETIC), sub, sub).map(([operator, left, right]): Expr => ({ kind: 'arithmetic', operator, left, right })),
-      fc.tuple(sub, fc.oneof(tie('list'), sub)).map(([left, right]): Expr => ({ kind: 'in', left, right })),
-    ),
-  };
-}).expr;
+    };
+  }).expr;
 
-const orderby: fc.Arbitrary<OrderByItem[]> = fc.array(
-  fc
-    .record({ expr, direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') })
-    .map(({ expr: e, direction }): OrderByItem => ({ kind: 'orderby', expr: e, direction })),
-  { minLength: 1, maxLength: 8 },
-);
-
-const select: fc.Arbitrary<SelectItem[]> = fc.array(
-  fc.oneof(
-    fc.constant<SelectItem>({ kind: 'star' }),
-    name.map((n): SelectItem => ({ kind: 'property', name: n })),
-  ),
-  { minLength: 1, maxLength: 4 },
-);
-
-const count = fc.integer({ min: 0, max: 1_000_000 });
-
-const expandOptions: fc.Arbitrary<ExpandOptions> = fc.record({ select, filter: expr, orderby, top: count, skip: count }, { requiredKeys: [] });
-
-const expand: fc.Arbitrary<ExpandItem[]> = fc.array(
-  fc.record({ name, options: expandOptions }).map(({ name: n, options }): ExpandItem => ({ kind: 'expand', name: n, options })),
-  { minLength: 1, maxLength: 3 },
-);
-
-const aggregateItem: fc.Arbitrary<AggregateItem> = fc.oneof(
-  name.map((alias): AggregateItem => ({ kind: 'aggregateCount', alias })),
-  fc
-    .record({ expr, method: fc.constantFrom(...AGGREGATE_METHODS), alias: fc.option(name, { nil: null }) })
-    .map(({ expr: e, method, alias }): AggregateItem => ({ kind: 'aggregateWith', expr: e, method, alias })),
-);
-
-const aggregate = fc.array(aggregateItem, { minLength: 1, maxLength: 3 }).map((items) => ({ kind: 'aggregate' as const, items }));
-
-const apply: fc.Arbitrary<ApplyTransformation[]> = fc.array(
-  fc.oneof(
-    expr.map((predicate): ApplyTransformation => ({ kind: 'filter', predicate })),
+  const orderby: fc.Arbitrary<OrderByItem[]> = fc.array(
     fc
-      .record({ properties: fc.array(member, { minLength: 1, maxLength: 3 }), aggregate: fc.option(aggregate, { nil: null }) })
-      .map(({ properties, aggregate: a }): ApplyTransformation => ({ kind: 'groupby', properties, aggregate: a })),
-    aggregate,
-  ),
-  { minLength: 1, maxLength: 3 },
-);
+      .record({ expr, direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') })
+      .map(({ expr: e, direction }): OrderByItem => ({ kind: 'orderby', expr: e, direction })),
+    { minLength: 1, maxLength: 8 },
+  );
 
-export const query: fc.Arbitrary<ParsedQuery> = fc.record(
-  {
-    filter: expr,
-    select,
-    orderby,
-    top: count,
-    skip: count,
-    count: fc.boolean(),
-    ignorenulls: fc.boolean(),
-    expand,
-    apply,
-    format: fc.stringMatching(/^[a-z]{1,8}(\/[a-z0-9+.-]{1,8})?$/),
-  },
-  { requiredKeys: [] },
-);
+  const select: fc.Arbitrary<SelectItem[]> = fc.array(
+    fc.oneof(
+      fc.constant<SelectItem>({ kind: 'star' }),
+      name.map((n): SelectItem => ({ kind: 'property', name: n })),
+    ),
+    { minLength: 1, maxLength: 4 },
+  );
+
+  const count = fc.integer({ min: 0, max: 1_000_000 });
+
+  const expandOptions: fc.Arbitrary<ExpandOptions> = fc.record({ select, filter: expr, orderby, top: count, skip: count }, { requiredKeys: [] });
+
+  const expand: fc.Arbitrary<ExpandItem[]> = fc.array(
+    fc.record({ name, options: expandOptions }).map(({ name: n, options }): ExpandItem => ({ kind: 'expand', name: n, options })),
+    { minLength: 1, maxLength: 3 },
+  );
+
+  const aggregateItem: fc.Arbitrary<AggregateItem> = fc.oneof(
+    name.map((alias): AggregateItem => ({ kind: 'aggregateCount', alias })),
+    fc
+      .record({ expr, method: fc.constantFrom(...AGGREGATE_METHODS), alias: fc.option(name, { nil: null }) })
+      .map(({ expr: e, method, alias }): AggregateItem => ({ kind: 'aggregateWith', expr: e, method, alias })),
+  );
+
+  const aggregate = fc.array(aggregateItem, { minLength: 1, maxLength: 3 }).map((items) => ({ kind: 'aggregate' as const, items }));
+
+  const apply: fc.Arbitrary<ApplyTransformation[]> = fc.array(
+    fc.oneof(
+      expr.map((predicate): ApplyTransformation => ({ kind: 'filter', predicate })),
+      fc
+        .record({ properties: fc.array(member, { minLength: 1, maxLength: 3 }), aggregate: fc.option(aggregate, { nil: null }) })
+        .map(({ properties, aggregate: a }): ApplyTransformation => ({ kind: 'groupby', properties, aggregate: a })),
+      aggregate,
+    ),
+    { minLength: 1, maxLength: 3 },
+  );
+
+  const query: fc.Arbitrary<ParsedQuery> = fc.record(
+    {
+      filter: expr,
+      select,
+      orderby,
+      top: count,
+      skip: count,
+      count: fc.boolean(),
+      ignorenulls: fc.boolean(),
+      expand,
+      apply,
+      format: fc.stringMatching(/^[a-z]{1,8}(\/[a-z0-9+.-]{1,8})?$/),
+    },
+    { requiredKeys: [] },
+  );
+  return { member, expr, query };
+}
+
+export const { member, expr, query } = grammarOf(name);

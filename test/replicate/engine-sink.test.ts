@@ -37,10 +37,12 @@ import {
 const DERIVED = new Set(DERIVED_PROPERTY_FIELDS.map((f) => f.name));
 const now = (): Date => new Date(NOW);
 
-/** A record as a data file holds it: no nulls, no annotations, none of the fields the engine derives. */
+/** A record as a data file holds it: no nulls, no empty collections (they read as absent ones), no annotations, none of the fields the engine derives. */
 function plain(row: Record<string, unknown>): JsonRecord {
   const out: JsonRecord = {};
-  for (const [name, value] of Object.entries(row)) if (value !== null && !name.includes('@') && !DERIVED.has(name)) out[name] = value;
+  for (const [name, value] of Object.entries(row)) {
+    if (value !== null && !(Array.isArray(value) && value.length === 0) && !name.includes('@') && !DERIVED.has(name)) out[name] = value;
+  }
   return out;
 }
 

@@ -360,7 +360,7 @@ describe('paging', () => {
     const h = createHandler({ engine, accounts: quickAccounts(), publicBaseUrl: 'https://api.example.com/reso/' });
     const t = await login(h);
     const c = await call(h, '/v1/listings/data/Property?$top=15&$select=ListingKey', { token: t, headers: { prefer: 'odata.maxpagesize=10' } });
-    expect(c.json['@odata.context']).toBe('https://api.example.com/reso/v1/listings/data/$metadata#Property');
+    expect(c.json['@odata.context']).toBe('https://api.example.com/reso/v1/listings/data/$metadata#Property(ListingKey)');
     expect(c.json['@odata.nextLink']).toBe(
       `https://api.example.com/reso/v1/listings/data/Property?$select=ListingKey&$top=5&$skip=10&$skiptoken=${pin(engine)}`,
     );
@@ -407,9 +407,10 @@ describe("Property('KEY')", () => {
   });
 
   it('refuses malformed keys and collection options with 400', async () => {
-    for (const bad of ['P000000001', "'P1", "'a'b'", "Nope='x'", '']) {
+    for (const bad of ['P000000001', "'P1", "'a'b'", 'ListingKey=P1', "ListingKey='a'b'", '']) {
       expectErrorShape(await get(`/v1/listings/data/Property(${bad})`), 400, 'InvalidKey');
     }
+    expectErrorShape(await get(`/v1/listings/data/Property(Nope='x')`), 400, 'UnknownKeyProperty');
     for (const opt of ['$top=1', '$skip=1', '$count=true', "$filter=City eq 'X'", '$orderby=ListPrice', '$apply=aggregate($count as n)']) {
       const c = await get(`/v1/listings/data/Property('${shared}')?${opt}`);
       expectErrorShape(c, 400, 'QueryOptionNotAllowed');
@@ -417,7 +418,7 @@ describe("Property('KEY')", () => {
     }
     expectErrorShape(await get(`/v1/listings/data/Property('${shared}')?$select=Nope`), 400, 'UnknownField');
     expectErrorShape(await get(`/v1/listings/data/Property('${shared}')?$format=xml`), 400, 'UnsupportedFormat');
-    expectErrorShape(await get(`/v1/listings/data/Media('x')`), 404, 'NotFound');
+    expectErrorShape(await get(`/v1/listings/data/Media('x')`), 404, 'EntityNotFound');
   });
 });
 

@@ -4,7 +4,7 @@
  * ../shared/conformance the validation tests are skipped, saying why.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,35 +16,42 @@ import { RESOURCE_NAMES } from '../../src/schema/types.js';
 import { call, defaultEngine, login, makeHandler, NOW } from './helpers.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const XSD_DIR = path.resolve(repo, '../shared/conformance/oasis-odata-csdl-xsd/4.01');
+const XSD_ROOT = path.resolve(repo, '../shared/conformance/oasis-odata-csdl-xsd');
+/** The OASIS XSDs per OData version (`$metadata` answers 4.0 to a client that accepts only 4.0). */
+const XSD_DIRS = { '4.01': path.join(XSD_ROOT, '4.01'), '4.0': path.join(XSD_ROOT, '4.0-errata03') } as const;
 const hasXmllint = spawnSync('xmllint', ['--version'], { stdio: 'ignore' }).status === 0;
-const hasXsd = existsSync(path.join(XSD_DIR, 'edmx.xsd')) && existsSync(path.join(XSD_DIR, 'edm.xsd'));
+const hasXsd = Object.values(XSD_DIRS).every((dir) => existsSync(path.join(dir, 'edmx.xsd')) && existsSync(path.join(dir, 'edm.xsd')));
 const skipReason = !hasXmllint
   ? 'xmllint is not installed (Debian: apt-get install libxml2-utils; .ci/run does this)'
   : !hasXsd
-    ? `the OASIS CSDL XSDs are not at ${XSD_DIR} (../shared/conformance beside the repository)`
+    ? `the OASIS CSDL XSDs are not under ${XSD_ROOT} (../shared/conformance beside the repository)`
     : null;
 if (skipReason) console.warn(`$metadata XSD validation skipped: ${skipReason}`);
 
 let work = '';
 let engine: Engine;
 let xml = '';
+let xml40 = '';
 
 beforeAll(async () => {
   engine = await defaultEngine();
   const { handler } = await makeHandler();
   const token = await login(handler);
   xml = (await call(handler, '/v1/listings/data/$metadata', { token })).text;
+  xml40 = (await call(handler, '/v1/listings/data/$metadata', { token, headers: { 'OData-MaxVersion': '4.0' } })).text;
   if (!skipReason) {
     // edmx.xsd imports edm.xsd without a location: point it at the copy beside it (conformance README)
     work = mkdtempSync(path.join(os.tmpdir(), 'reso-csdl-'));
-    writeFileSync(path.join(work, 'edm.xsd'), readFileSync(path.join(XSD_DIR, 'edm.xsd')));
-    const edmx = readFileSync(path.join(XSD_DIR, 'edmx.xsd'), 'utf8').replace(
-      /<xs:import namespace="http:\/\/docs\.oasis-open\.org\/odata\/ns\/edm"\s*\/>/,
-      '<xs:import namespace="http://docs.oasis-open.org/odata/ns/edm" schemaLocation="edm.xsd" />',
-    );
-    expect(edmx).toContain('schemaLocation="edm.xsd"');
-    writeFileSync(path.join(work, 'edmx.xsd'), edmx);
+    for (const [version, dir] of Object.entries(XSD_DIRS)) {
+      mkdirSync(path.join(work, version));
+      writeFileSync(path.join(work, version, 'edm.xsd'), readFileSync(path.join(dir, 'edm.xsd')));
+      const edmx = readFileSync(path.join(dir, 'edmx.xsd'), 'utf8').replace(
+        /<xs:import namespace="http:\/\/docs\.oasis-open\.org\/odata\/ns\/edm"\s*\/>/,
+        '<xs:import namespace="http://docs.oasis-open.org/odata/ns/edm" schemaLocation="edm.xsd" />',
+      );
+      expect(edmx).toContain('schemaLocation="edm.xsd"');
+      writeFileSync(path.join(work, version, 'edmx.xsd'), edmx);
+    }
   }
 });
 
@@ -52,10 +59,10 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-function validate(doc: string): { ok: boolean; output: string } {
+function validate(doc: string, version: keyof typeof XSD_DIRS = '4.01'): { ok: boolean; output: string } {
   const file = path.join(work, `doc-${Math.random().toString(36).slice(2)}.xml`);
   writeFileSync(file, doc);
-  const r = spawnSync('xmllint', ['--noout', '--schema', path.join(work, 'edmx.xsd'), file], { encoding: 'utf8' });
+  const r = spawnSync('xmllint', ['--noout', '--schema', path.join(work, version, 'edmx.xsd'), file], { encoding: 'utf8' });
   return { ok: r.status === 0, output: `${r.stdout}${r.stderr}` };
 }
 
@@ -97,6 +104,12 @@ describe('$metadata content', () => {
     expect(property).toContain('<Property Name="DaysOnMarket" Type="Edm.Int64"/>');
     expect(property).toContain('<Property Name="service_OriginalEntryTimestamp" Type="Edm.DateTimeOffset"/>');
     for (const s of SEARCH_FIELDS) expect(xml).not.toContain(`"${s}"`);
+  });
+
+  it('answers Version="4.0" to a client that accepts only 4.0, and is otherwise the same document', () => {
+    expect(xml).toContain('<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.01">');
+    expect(xml40).toContain('<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">');
+    expect(xml40.replace('Version="4.0"', 'Version="4.01"')).toBe(xml);
   });
 
   it('declares the navigation properties of the expansions and the entity sets of the top-level paths', () => {
@@ -169,6 +182,11 @@ describe.skipIf(skipReason !== null)(`$metadata against the OASIS CSDL 4.01 XSD$
     const r = validate(xml);
     expect(r.output).toContain('validates');
     expect(r.ok).toBe(true);
+  });
+
+  it('the 4.0 answer validates against the CSDL 4.0 XSD (and the 4.01 one does not: its Version is 4.01)', () => {
+    expect(validate(xml40, '4.0')).toEqual({ ok: true, output: expect.stringContaining('validates') });
+    expect(validate(xml, '4.0').ok).toBe(false);
   });
 
   it('is a real check: xmllint rejects a document that breaks the schema', () => {

@@ -117,7 +117,7 @@ describe('GET Property(KEY)/<single-valued Nav>', () => {
           seen204++;
         } else {
           expect(c.status, c.text).toBe(200);
-          expect(c.json).toEqual({ '@odata.context': `${BASE}/v1/listings/data/$metadata#${target}/$entity`, ...want });
+          expect(c.json).toEqual({ '@odata.context': `${BASE}/v1/listings/data/$metadata#${target}(${keyField})/$entity`, ...want });
           seen200++;
         }
       }

@@ -52,6 +52,12 @@ async function pages(first: string, token = demo, headers: Record<string, string
   }
 }
 
+/** The select list a context URL carries for the query's `$select` (OData JSON format: `Media(MediaKey,Order)`). */
+const selectListOf = (query: string): string => {
+  const m = /\$select=([^&;]*)/.exec(query);
+  return m ? `(${decodeURIComponent(m[1])})` : '';
+};
+
 describe('GET Property(KEY)/<Nav>', () => {
   const cases: Array<{ nav: (typeof NAVS)[number]; nested: string }> = [
     { nav: 'Media', nested: '' },
@@ -83,9 +89,9 @@ describe('GET Property(KEY)/<Nav>', () => {
             expect(c.headers.get('preference-applied')).toBe('odata.maxpagesize=4');
             expect(c.headers.get('odata-version')).toBe('4.01');
             expect(c.json['@odata.context']).toBe(
-              nav === 'PropertyChange'
+              (nav === 'PropertyChange'
                 ? `${DATA}/$metadata#Property('${lit(key)}')/PropertyChange`
-                : `${DATA}/$metadata#${nav === 'OpenHouse' ? 'OpenHouse' : 'Media'}`,
+                : `${DATA}/$metadata#${nav === 'OpenHouse' ? 'OpenHouse' : 'Media'}`) + selectListOf(nested),
             );
             const next = c.json['@odata.nextLink'] as string | undefined;
             if (next !== undefined) expect(next.startsWith(`${DATA}/Property('${lit(key)}')/${nav}?`), next).toBe(true);
@@ -136,7 +142,7 @@ describe('GET Property(KEY)/<Nav>', () => {
     expectErrorShape(await get(`${p}/Media/Extra`), 404, 'NotFound');
     expectErrorShape(await get(`/v1/listings/data/Media('M')/Media`), 404, 'NotFound');
     expectErrorShape(await get(`/v1/listings/data/Property(${key})/Media`), 400, 'InvalidKey');
-    expectErrorShape(await get(`/v1/listings/data/Property(MediaKey='${key}')/Media`), 400, 'InvalidKey');
+    expectErrorShape(await get(`/v1/listings/data/Property(MediaKey='${key}')/Media`), 400, 'UnknownKeyProperty');
     const bad: Array<[string, string, string]> = [
       [q({ $filter: 'ListPrice gt 5' }), 'UnknownField', '$filter'],
       [q({ $top: 25001 }), 'TopTooLarge', '$top'],

@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(10);
+    expect(bodies).toHaveLength(12);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, counted, photo] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -71,10 +71,14 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     }
     expect(grouped.value.length).toBeGreaterThan(3);
     for (const g of grouped.value) expect(Object.keys(g)).toEqual(['City', 'Listings', 'MedianListPrice']);
-    expect(one).toMatchObject({ '@odata.context': `${server.url}/v1/listings/data/$metadata#Property/$entity`, ListingKey: 'P000000005', City: 'Seattle' });
+    expect(one).toMatchObject({
+      '@odata.context': `${server.url}/v1/listings/data/$metadata#Property(City,ListPrice,StandardStatus)/$entity`,
+      ListingKey: 'P000000005',
+      City: 'Seattle',
+    });
     expect(paged.value).toHaveLength(4);
     expect(paged['@odata.nextLink'].startsWith(`${server.url}/v1/listings/data/Property?`)).toBe(true);
-    expect(navigated['@odata.context']).toBe(`${server.url}/v1/listings/data/$metadata#Media`);
+    expect(navigated['@odata.context']).toBe(`${server.url}/v1/listings/data/$metadata#Media(MediaKey,Order)`);
     expect(navigated.value).toHaveLength(3);
     expect(navigated['@odata.count']).toBeGreaterThan(3);
     for (const m of navigated.value) expect(Object.keys(m)).toEqual(['MediaKey', 'Order']);
@@ -83,5 +87,13 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     for (const m of agents.value) expect(Object.keys(m)).toEqual(['MemberKey', 'MemberFullName', 'MemberMlsId', 'OfficeName']);
     const names = agents.value.map((m: { MemberFullName: string }) => m.MemberFullName.split(' ').reverse().join(' '));
     expect(names).toEqual([...names].sort());
+    const engine = await defaultEngine();
+    expect(counted).toBe(engine.count('Property', "$filter=City eq 'Seattle' and Location ne null", { sources: ['CRMLS', 'NWMLS', 'ARMLS', 'HAR'] }));
+    expect(counted).toBeGreaterThan(10);
+    expect(photo).toEqual({
+      '@odata.context': `${server.url}/v1/listings/data/$metadata#Media(MediaURL)/$entity`,
+      MediaKey: 'P000000005-M01',
+      MediaURL: expect.stringMatching(/^https:/),
+    });
   });
 });

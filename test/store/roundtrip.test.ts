@@ -24,14 +24,15 @@ function readJsonl(file: string): Rec[] {
 
 /**
  * Every input record comes back with the same value for every field it carried, null for the
- * schema's other stored fields, keys in schema order. Returns the first mismatches (empty when
+ * schema's other stored fields ([] for collections), keys in schema order. Returns the first mismatches (empty when
  * all agree).
  */
 function roundTripProblems(table: Table, inputs: readonly Rec[]): string[] {
   const problems: string[] = [];
   if (table.rowCount !== inputs.length) return [`${table.resource}: ${table.rowCount} rows for ${inputs.length} records`];
   const names = table.schema.fields.map((f) => f.name);
-  const stored = table.schema.fields.filter((f) => f.origin !== 'derived').map((f) => f.name);
+  const storedFields = table.schema.fields.filter((f) => f.origin !== 'derived');
+  const stored = storedFields.map((f) => f.name);
   const known = new Set(names);
   for (let row = 0; row < inputs.length && problems.length < 5; row++) {
     const input = inputs[row];
@@ -39,7 +40,8 @@ function roundTripProblems(table: Table, inputs: readonly Rec[]): string[] {
     const keys = Object.keys(rec);
     if (keys.join() !== names.join()) problems.push(`${table.resource} row ${row}: field order ${keys.join()}`);
     for (const k of Object.keys(input)) if (!known.has(k)) problems.push(`${table.resource} row ${row}: ${k} missing from the schema`);
-    const expected = JSON.stringify(stored.map((f) => input[f] ?? null));
+    // an absent collection reads as [] (never null)
+    const expected = JSON.stringify(storedFields.map((f) => input[f.name] ?? (f.collection ? [] : null)));
     const actual = JSON.stringify(stored.map((f) => rec[f]));
     if (expected !== actual) problems.push(`${table.resource} row ${row}:\n  expected ${expected}\n  actual   ${actual}`);
   }
