@@ -18,6 +18,7 @@ const LAYERS = [
   'exec/',
   'live/',
   'snapshot/',
+  'engine-options.ts',
   'engine.ts',
   'replicate/',
   'service/',

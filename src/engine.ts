@@ -22,14 +22,15 @@ import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
 import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
 import { EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './plan/bind-expand.js';
-import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest } from './plan/planner.js';
+import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest, type PlanRequest } from './plan/planner.js';
+import { checkOpenOptions, queryText, type EngineOpenOptions, type ExplainOptions, type QueryInput, type QueryOptions } from './engine-options.js';
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
 import { PROPERTY_REFERENCES } from './schema/catalog.js';
 import type { ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
-import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
+import { loadDataDirectory, loadRecords } from './store/load.js';
 import type { Store } from './store/store.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
@@ -39,52 +40,7 @@ export const NAVIGATION_PROPERTIES = EXPANSIONS;
 /** $top maximum of a navigation path (and of a nested $top in $expand), by the resource it leads to. */
 export const NAVIGATION_TOP_LIMITS = EXPAND_TOP_LIMITS;
 export { contextFragment };
-
-export interface EngineOpenOptions {
-  /**
-   * How long a generation that a nextLink pinned stays readable after it was last paged (ms;
-   * default 10 minutes). Paging an expired one is a QueryError `SkipTokenExpired`.
-   */
-  readonly pageSnapshotTtlMs?: number;
-  /**
-   * Start a compaction (`engine.compact()`) once the rows replaced, removed or added since the
-   * last one pass this fraction of a table (default 0.25; at least 1,024 rows); false: only when
-   * asked.
-   */
-  readonly compactFraction?: number | false;
-  /** A data directory, or records in memory; defaults to the embedded default data set. */
-  readonly data?: string | RecordsInput;
-  /**
-   * A snapshot file written by `engine.save(path)`, instead of `data`: the data set and its
-   * indexes as they were saved, read without rebuilding anything. A bad file is a SnapshotError.
-   */
-  readonly snapshot?: string;
-  /** The engine's clock (DaysOnMarket, now(), profiles' current_year); defaults to the system clock. */
-  readonly now?: () => Date;
-  /** Skip bad data lines (and report them) instead of failing the load (no effect with `snapshot`). */
-  readonly skipBadRecords?: boolean;
-}
-
-export interface QueryOptions {
-  /** OriginatingSystemNames the caller may see; absent means every source. */
-  readonly sources?: readonly string[];
-  /** The client's `Prefer: odata.maxpagesize=N`. */
-  readonly maxPageSize?: number;
-  /** The service root URL (ending in '/') that `@odata.context`, `@odata.nextLink` and navigation links are made absolute with; relative by default. */
-  readonly base?: string;
-  /** The OData version the response is for: '4.01' (default) or '4.0' (the context URL of expansions differs; DESIGN.md "OData versions"). */
-  readonly odataVersion?: ODataVersion;
-}
-
-export interface ExplainOptions extends QueryOptions {
-  /** 'text' (default): one line per decision; 'json': the Plan itself, as data. */
-  readonly format?: 'text' | 'json';
-  /** Explain the navigation path `resource('key')/name` instead (see `navigate`). */
-  readonly navigation?: NavigationRequest;
-}
-
-/** A query string of OData options (already percent-decoded), or its options as an object. */
-export type QueryInput = string | Readonly<Record<string, string | number | boolean>>;
+export type { EngineOpenOptions, ExplainOptions, QueryInput, QueryOptions };
 
 export const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/default');
 
@@ -108,25 +64,17 @@ export class Engine {
   }
 
   static async open(options: EngineOpenOptions = {}): Promise<Engine> {
-    const now = options.now;
-    const clock = now ? () => now().getTime() : () => Date.now();
-    const ttl = options.pageSnapshotTtlMs;
-    if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0))
-      throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
-    const fraction = options.compactFraction;
-    if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
-      throw new TypeError("Engine.open: compactFraction must be a fraction above 0 (of a table's rows), or false.");
-    }
+    const { clock, ttl, fraction } = checkOpenOptions(options);
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes, ttl, fraction ?? COMPACT_FRACTION, firstVersions);
+      return new Engine(store, clock, indexes, ttl, fraction, firstVersions);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, undefined, ttl, fraction ?? COMPACT_FRACTION);
+    return new Engine(store, clock, undefined, ttl, fraction);
   }
 
   /** The newest generation (tests reach it by this name). */
@@ -245,22 +193,7 @@ export class Engine {
   }
 
   query(resource: QueryResource, query: QueryInput, options: QueryOptions = {}): QueryResult {
-    const text = queryText(query);
-    const { gen, token } = this.generations.forQuery(text);
-    const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize }, statisticsOf(gen));
-    const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
-    const visibleOf = rosterVisibility(gen, options.sources);
-    const result = execute(plan, gen, {
-      visible,
-      visibleOf,
-      sources: options.sources,
-      nowMs: this.clock(),
-      token,
-      base: options.base ?? '',
-      version: options.odataVersion,
-    });
-    if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
-    return result;
+    return this.run({ resource, text: queryText(query), maxPageSize: options.maxPageSize }, resource, options);
   }
 
   /**
@@ -274,23 +207,8 @@ export class Engine {
    * whether it exists in another source or not), and the query's own codes.
    */
   navigate(resource: QueryResource, key: string, navigation: string, query: QueryInput, options: QueryOptions = {}): QueryResult {
-    const text = queryText(query);
-    const { gen, token } = this.generations.forQuery(text);
-    const plan = this.plans.plan({ resource, text, maxPageSize: options.maxPageSize, navigation: { key, name: navigation } }, statisticsOf(gen));
-    // the children are visible through their listing: the plan's rows are checked against Property's visibility
-    const visible = rowVisibility(gen, gen.store.Property, options.sources);
-    const visibleOf = rosterVisibility(gen, options.sources);
-    const result = execute(plan, gen, {
-      visible,
-      visibleOf,
-      sources: options.sources,
-      nowMs: this.clock(),
-      token,
-      base: options.base ?? '',
-      version: options.odataVersion,
-    });
-    if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
-    return result;
+    // the children are visible through their listing: the rows are checked against Property's visibility
+    return this.run({ resource, text: queryText(query), maxPageSize: options.maxPageSize, navigation: { key, name: navigation } }, 'Property', options);
   }
 
   /**
@@ -324,17 +242,24 @@ export class Engine {
    * what `/Property/$count` answers.
    */
   count(resource: QueryResource, query: QueryInput, options: Pick<QueryOptions, 'sources'> = {}): number {
-    const gen = this.gen;
-    const plan = this.plans.plan({ resource, text: queryText(query), countOnly: true }, statisticsOf(gen));
-    const visible = rowVisibility(gen, gen.store.table(resource), options.sources);
-    return execute(plan, gen, {
-      visible,
+    return this.run({ resource, text: queryText(query), countOnly: true }, resource, options)['@odata.count']!;
+  }
+
+  /** Plans a request on the generation it reads and executes it, rows visible as `visibleAs`'s rows are to the caller. */
+  private run(request: PlanRequest, visibleAs: QueryResource, options: QueryOptions): QueryResult {
+    const { gen, token } = this.generations.forQuery(request.text);
+    const plan = this.plans.plan(request, statisticsOf(gen));
+    const result = execute(plan, gen, {
+      visible: rowVisibility(gen, gen.store.table(visibleAs), options.sources),
       visibleOf: rosterVisibility(gen, options.sources),
       sources: options.sources,
       nowMs: this.clock(),
-      token: '',
-      base: '',
-    })['@odata.count']!;
+      token,
+      base: options.base ?? '',
+      version: options.odataVersion,
+    });
+    if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
+    return result;
   }
 
   /**
@@ -364,12 +289,4 @@ export class Engine {
     const accessRows = a.kind === 'scan' ? stats.rowCount(resource) : a.kind === 'range' ? stats.rangeRows(resource, a.field, conjuncts(plan.filter)) : null;
     return explainText(plan, { sources: options.sources, accessRows });
   }
-}
-
-function queryText(query: QueryInput): string {
-  return typeof query === 'string'
-    ? query
-    : Object.entries(query)
-        .map(([k, v]) => `${k}=${String(v)}`)
-        .join('&');
 }

@@ -1,0 +1,77 @@
+/**
+ * The options of the Engine's public API (src/engine.ts): how an engine opens, and what a query
+ * call takes besides its text. Checked here, so the facade stays a facade.
+ */
+import { COMPACT_FRACTION } from './live/compactor.js';
+import type { ODataVersion } from './exec/page.js';
+import type { NavigationRequest } from './plan/planner.js';
+import type { RecordsInput } from './store/load.js';
+
+export interface EngineOpenOptions {
+  /**
+   * How long a generation that a nextLink pinned stays readable after it was last paged (ms;
+   * default 10 minutes). Paging an expired one is a QueryError `SkipTokenExpired`.
+   */
+  readonly pageSnapshotTtlMs?: number;
+  /**
+   * Start a compaction (`engine.compact()`) once the rows replaced, removed or added since the
+   * last one pass this fraction of a table (default 0.25; at least 1,024 rows); false: only when
+   * asked.
+   */
+  readonly compactFraction?: number | false;
+  /** A data directory, or records in memory; defaults to the embedded default data set. */
+  readonly data?: string | RecordsInput;
+  /**
+   * A snapshot file written by `engine.save(path)`, instead of `data`: the data set and its
+   * indexes as they were saved, read without rebuilding anything. A bad file is a SnapshotError.
+   */
+  readonly snapshot?: string;
+  /** The engine's clock (DaysOnMarket, now(), profiles' current_year); defaults to the system clock. */
+  readonly now?: () => Date;
+  /** Skip bad data lines (and report them) instead of failing the load (no effect with `snapshot`). */
+  readonly skipBadRecords?: boolean;
+}
+
+export interface QueryOptions {
+  /** OriginatingSystemNames the caller may see; absent means every source. */
+  readonly sources?: readonly string[];
+  /** The client's `Prefer: odata.maxpagesize=N`. */
+  readonly maxPageSize?: number;
+  /** The service root URL (ending in '/') that `@odata.context`, `@odata.nextLink` and navigation links are made absolute with; relative by default. */
+  readonly base?: string;
+  /** The OData version the response is for: '4.01' (default) or '4.0' (the context URL of expansions differs; DESIGN.md "OData versions"). */
+  readonly odataVersion?: ODataVersion;
+}
+
+export interface ExplainOptions extends QueryOptions {
+  /** 'text' (default): one line per decision; 'json': the Plan itself, as data. */
+  readonly format?: 'text' | 'json';
+  /** Explain the navigation path `resource('key')/name` instead (see `navigate`). */
+  readonly navigation?: NavigationRequest;
+}
+
+/** A query string of OData options (already percent-decoded), or its options as an object. */
+export type QueryInput = string | Readonly<Record<string, string | number | boolean>>;
+
+/** The query text of a QueryInput: the string itself, or the options joined as `name=value&...`. */
+export function queryText(query: QueryInput): string {
+  return typeof query === 'string'
+    ? query
+    : Object.entries(query)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join('&');
+}
+
+/** The clock and paging and compaction settings of EngineOpenOptions, checked (a TypeError names a bad one). */
+export function checkOpenOptions(options: EngineOpenOptions): { clock: () => number; ttl: number | undefined; fraction: number | false } {
+  const now = options.now;
+  const clock = now ? () => now().getTime() : () => Date.now();
+  const ttl = options.pageSnapshotTtlMs;
+  if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0))
+    throw new TypeError('Engine.open: pageSnapshotTtlMs must be a number of milliseconds, 0 or more.');
+  const fraction = options.compactFraction;
+  if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
+    throw new TypeError("Engine.open: compactFraction must be a fraction above 0 (of a table's rows), or false.");
+  }
+  return { clock, ttl, fraction: fraction ?? COMPACT_FRACTION };
+}
