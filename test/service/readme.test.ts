@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(10);
+    expect(bodies).toHaveLength(11);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, lookups] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -83,5 +83,16 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
     for (const m of agents.value) expect(Object.keys(m)).toEqual(['MemberKey', 'MemberFullName', 'MemberMlsId', 'OfficeName']);
     const names = agents.value.map((m: { MemberFullName: string }) => m.MemberFullName.split(' ').reverse().join(' '));
     expect(names).toEqual([...names].sort());
+    expect(lookups['@odata.context']).toMatch(/\/v1\/listings\/data\/\$metadata#Lookup/);
+    expect(lookups.value).toEqual([
+      { LookupKey: expect.any(String), LegacyODataValue: 'Active', LookupValue: 'Active', StandardLookupValue: 'Active' },
+      {
+        LookupKey: expect.any(String),
+        LegacyODataValue: 'ActiveUnderContract',
+        LookupValue: 'Active Under Contract',
+        StandardLookupValue: 'Active Under Contract',
+      },
+      { LookupKey: expect.any(String), LegacyODataValue: 'Canceled', LookupValue: 'Canceled', StandardLookupValue: 'Canceled' },
+    ]);
   });
 });
