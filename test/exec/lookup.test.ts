@@ -217,6 +217,14 @@ describe('Lookup of the default data set', () => {
       q = next === undefined ? undefined : next.slice(next.indexOf('?') + 1);
     }
     expect(paged).toEqual(rows.map((r) => r.LookupKey));
+    // one row by key (engine.entity; the service's Lookup('K') comes with the generalized fetch by key)
+    const one = rows.find((r) => r.LookupName === 'StandardStatus' && r.LookupValue === 'Pending')!;
+    expect(engine.entity('Lookup', one.LookupKey as string, '$select=LookupValue,LegacyODataValue', { sources: ['Nowhere'] })).toEqual({
+      LookupKey: one.LookupKey,
+      LegacyODataValue: 'Pending',
+      LookupValue: 'Pending',
+    });
+    expect(engine.entity('Lookup', 'no-such-key', '')).toBeNull();
     // a bad field is the binder's coded error
     expect(() => engine.query('Lookup', "$filter=ListPrice eq 'x'")).toThrow(QueryError);
   });
