@@ -27,7 +27,7 @@ import { checkOpenOptions, queryText, type EngineOpenOptions, type ExplainOption
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
 import { PROPERTY_REFERENCES } from './schema/catalog.js';
-import type { ResourceName } from './schema/types.js';
+import type { DataResourceName, ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords } from './store/load.js';
@@ -127,12 +127,13 @@ export class Engine {
    * (MissingParent otherwise). Bad records are DataErrors as at load, and nothing is applied.
    */
   upsert(resource: ResourceName, records: readonly unknown[]): Promise<ChangeSummary> {
-    return this.apply([{ resource, upsert: records }]);
+    // checkOperations refuses Lookup (ReadOnlyResource) and names outside the catalog
+    return this.apply([{ resource: resource as DataResourceName, upsert: records }]);
   }
 
   /** Removes records by key as one atomic change; a removed listing's children go with it. Unknown keys are counted, not errors. */
   remove(resource: ResourceName, keys: readonly string[]): Promise<ChangeSummary> {
-    return this.apply([{ resource, remove: keys }]);
+    return this.apply([{ resource: resource as DataResourceName, remove: keys }]);
   }
 
   /**

@@ -27,7 +27,7 @@ export type { Generation };
 import { liveParentRow, parentLinkOf } from './visibility.js';
 import { type TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { CHILD_RESOURCES, DATA_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type DataResourceName, type ResourceName } from '../schema/types.js';
 import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
@@ -37,6 +37,7 @@ import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { type ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
+import { newLookupRecords } from '../store/lookups.js';
 import { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { DAY_MS } from '../store/temporal.js';
@@ -48,7 +49,7 @@ const SEARCH_STEP_ROWS = 256;
 
 /** One operation of a change. */
 export type ChangeOperation =
-  { readonly resource: ResourceName; readonly upsert: readonly unknown[] } | { readonly resource: ResourceName; readonly remove: readonly string[] };
+  { readonly resource: DataResourceName; readonly upsert: readonly unknown[] } | { readonly resource: DataResourceName; readonly remove: readonly string[] };
 
 export interface ChangeSummary {
   /** The generation the change produced (ids only grow), or the previous one when nothing changed. */
@@ -73,10 +74,16 @@ export function checkOperations(operations: unknown): ChangeOperation[] {
     if (op === null || typeof op !== 'object')
       throw new QueryError('InvalidChange', `${at} is not an object: give { resource, upsert: [records] } or { resource, remove: [keys] }.`);
     const o = op as Record<string, unknown>;
-    if (typeof o.resource !== 'string' || !(RESOURCE_NAMES as readonly string[]).includes(o.resource)) {
-      throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${RESOURCE_NAMES.join(', ')}.`);
+    if (o.resource === 'Lookup') {
+      throw new QueryError(
+        'ReadOnlyResource',
+        `${at}: Lookup cannot be changed: the engine derives its rows from the lookup values of the other resources; change those (${DATA_RESOURCES.join(', ')}).`,
+      );
     }
-    const resource = o.resource as ResourceName;
+    if (typeof o.resource !== 'string' || !(DATA_RESOURCES as readonly string[]).includes(o.resource)) {
+      throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${DATA_RESOURCES.join(', ')}.`);
+    }
+    const resource = o.resource as DataResourceName;
     const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
     if (has('upsert') === has('remove')) throw new QueryError('InvalidChange', `${at}: give exactly one of upsert (records) or remove (keys).`);
     if (has('upsert')) {
@@ -242,7 +249,7 @@ export class ChangeWriter {
       const link = parentLinkOf(tables[r]);
       return link === null ? -1 : liveParentRow(tables.Property, link, child, listingDead);
     };
-    const kill = (r: ResourceName, row: number): void => {
+    const kill = (r: DataResourceName, row: number): void => {
       killed[r].add(row);
       if (r === 'Property') {
         // a listing added again later is still the record first loaded (SERVICE.md §2)
@@ -317,6 +324,17 @@ export class ChangeWriter {
         }
         await yieldToLoop();
       }
+    }
+
+    // the Lookup rows of values (and lookups) the new rows bring, in this same generation
+    const lookups = newLookupRecords(
+      (r) => tables[r],
+      (r) => store0.table(r),
+      (key) => tables.Lookup.rowOfKey(key) >= 0,
+    );
+    if (lookups.length > 0) {
+      await runYielding(eachStep(appenders.Lookup.reserveSteps(lookups.length)));
+      tables.Lookup = appenders.Lookup.append(loadBatch('Lookup', lookups, { now: this.clock }), {});
     }
 
     if (RESOURCE_NAMES.every((r) => killed[r].size === 0 && tables[r] === store0.table(r))) {

@@ -75,7 +75,8 @@ export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacte
     const t = store.table(r);
     tables[r] = yield* gatherTableSteps(t, live(access.of(t)), { table: tables.Property, map: parentMap });
   }
-  for (const r of ROSTER_RESOURCES) {
+  // the roster, and Lookup (whose rows never die: gathered as they are)
+  for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) {
     const t = store.table(r);
     tables[r] = yield* gatherTableSteps(t, live(access.of(t)), null);
   }

@@ -3,7 +3,8 @@
  * live in the generation (not replaced or removed) and, for a caller limited to some sources, its
  * OriginatingSystemName (a listing's, a Member's, an Office's; a child's: its listing's) is one of them. A child (Media, OpenHouse, PropertyChange) is
  * visible through its listing's live version: its link may point at a replaced version of the
- * listing, whose newest live row then decides. Queries, changes and the service all use this.
+ * listing, whose newest live row then decides. Lookup rows (values, no listing data) are visible to
+ * every caller. Queries, changes and the service all use this.
  */
 import type { Generation } from '../access/generation.js';
 import { CATALOG } from '../schema/catalog.js';
@@ -57,12 +58,13 @@ function ownSourceTest(table: Table, sources: readonly string[]): (row: number) 
 /**
  * The visibility of a table's rows in a generation for a caller's sources (undefined: every
  * source), as a row test; null when every row is visible. Property, Member and Office rows are
- * visible by their own OriginatingSystemName; a child row by its listing's.
+ * visible by their own OriginatingSystemName; a child row by its listing's; Lookup rows to everyone.
  */
 export function rowVisibility(gen: Generation, table: Table, sources: readonly string[] | undefined): ((row: number) => boolean) | null {
   const dead = gen.access.of(table).dead;
   const alive = dead === null ? null : (row: number): boolean => !getBit(dead, row);
-  if (sources === undefined) return alive;
+  // Lookup holds lookup values, no record of any source: every caller sees all of it
+  if (sources === undefined || table.schema.resource === 'Lookup') return alive;
   if (CATALOG[table.schema.resource].parent === null) {
     const own = ownSourceTest(table, sources);
     return alive === null ? own : (row) => alive(row) && own(row);

@@ -36,7 +36,14 @@ import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, 
 export const DEFAULT_PAGE_SIZE = 10;
 
 /** $top maximum per top-level resource (SERVICE.md §3). */
-export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000, Member: 50_000, Office: 50_000 };
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = {
+  Property: 50_000,
+  OpenHouse: 50_000,
+  Media: 25_000,
+  Member: 50_000,
+  Office: 50_000,
+  Lookup: 50_000,
+};
 
 /**
  * What the planner asks of the data a query will run on: schemas to bind against and result

@@ -149,6 +149,8 @@ export const CATALOG: Readonly<Record<ResourceName, ResourceDef>> = Object.freez
   ]),
   Member: resource('Member', 'MemberKey', ddFields(DD_FIELDS.Member, 'MemberKey'), null, []),
   Office: resource('Office', 'OfficeKey', ddFields(DD_FIELDS.Office, 'OfficeKey'), null, []),
+  // derived by the engine from the other tables' lookup values (src/store/lookups.ts)
+  Lookup: resource('Lookup', 'LookupKey', ddFields(DD_FIELDS.Lookup, 'LookupKey'), null, []),
 });
 
 /** A single-valued navigation property of Property: the listing field holding the target's key. */

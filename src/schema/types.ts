@@ -4,8 +4,14 @@
  */
 import type { SearchFieldName } from './search-fields.js';
 
-export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'] as const;
+export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'] as const;
 export type ResourceName = (typeof RESOURCE_NAMES)[number];
+/**
+ * Resources whose records a data set holds and changes write: every resource but Lookup, whose
+ * rows the engine derives from these (src/store/lookups.ts) and which no one loads or writes.
+ */
+export type DataResourceName = Exclude<ResourceName, 'Lookup'>;
+export const DATA_RESOURCES: readonly DataResourceName[] = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'];
 /** Resources whose records belong to one listing (grouped by it, removed with it). */
 export type ChildResourceName = 'Media' | 'OpenHouse' | 'PropertyChange';
 export const CHILD_RESOURCES: readonly ChildResourceName[] = ['Media', 'OpenHouse', 'PropertyChange'];

@@ -4,17 +4,18 @@
  * (key first, `Nullable="false"`), RESO lookups annotated with their lookup name, the derived
  * and local fields, the navigation properties Property expands to (collections of children, and
  * the single-valued agents and offices with a referential constraint on their key field when the
- * data carries it), and entity sets for the top-level resources. Search fields exist only inside search.text and are not declared.
+ * data carries it), and entity sets for the top-level resources (Lookup among them). Search fields exist only inside search.text and are not declared.
  */
 import type { TableSchema } from '../schema/table-schema.js';
 import { PROPERTY_REFERENCES } from '../schema/catalog.js';
+import { lookupNameOf } from '../schema/lookups.js';
 import type { FieldDef, ResourceName } from '../schema/types.js';
 
 export const NAMESPACE = 'org.reso.metadata';
 /** The RESO annotation term for string lookups, declared in its own schema so the document stands alone. */
 const LOOKUP_TERM_NAMESPACE = 'RESO.OData.Metadata';
 
-const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office'];
+const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup'];
 /** Property's navigation properties; `key`: a single-valued one's key field on Property (null: a collection). */
 const NAVIGATION: ReadonlyArray<{ name: string; target: ResourceName; contained: boolean; key: string | null }> = [
   { name: 'Media', target: 'Media', contained: false, key: null },
@@ -31,19 +32,16 @@ const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]{0
 const escapeXml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&apos;'));
 
-function lookupName(lookup: string): string {
-  const i = lookup.lastIndexOf('.');
-  return i < 0 ? lookup : lookup.slice(i + 1);
-}
-
 function propertyXml(f: FieldDef): string {
   const type = f.collection ? `Collection(${f.type})` : f.type;
   let attrs = `Name="${escapeXml(f.name)}" Type="${type}"`;
   if (f.key) attrs += ' Nullable="false"';
   if (f.type === 'Edm.Decimal') attrs += ' Scale="variable"';
   if (f.type === 'Edm.GeographyPoint') attrs += ' SRID="4326"';
-  if (f.lookup === null) return `<Property ${attrs}/>`;
-  return `<Property ${attrs}><Annotation Term="${LOOKUP_TERM_NAMESPACE}.LookupName" String="${escapeXml(lookupName(f.lookup))}"/></Property>`;
+  // the Lookup resource lists the field's values under this same name (schema/lookups.ts)
+  const name = lookupNameOf(f);
+  if (name === null) return `<Property ${attrs}/>`;
+  return `<Property ${attrs}><Annotation Term="${LOOKUP_TERM_NAMESPACE}.LookupName" String="${escapeXml(name)}"/></Property>`;
 }
 
 /** `version`: the Edmx Version attribute, '4.01' or, for a client that accepts only 4.0, '4.0' (the document is otherwise the same: it uses nothing 4.01 added). */
@@ -58,7 +56,7 @@ export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema, v
   line(3, '<Term Name="LookupName" Type="Edm.String" AppliesTo="Property"/>');
   line(2, '</Schema>');
   line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${NAMESPACE}">`);
-  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'] as const) {
+  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'] as const) {
     const schema = schemaOf(resource);
     line(3, `<EntityType Name="${resource}">`);
     line(4, `<Key><PropertyRef Name="${escapeXml(schema.key)}"/></Key>`);

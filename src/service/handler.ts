@@ -70,7 +70,10 @@ export interface HandlerOptions {
 }
 
 const DATA_PREFIX = '/v1/listings/data';
-const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
+const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup']);
+/** The collections an admin session writes: all but Lookup, which the engine derives from them. */
+type WritableResource = Exclude<QueryResource, 'Lookup'>;
+const WRITABLE: ReadonlySet<string> = new Set<WritableResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
 /** What an admin session may do on a collection, and on one record (`Property('KEY')`, `Media('KEY')`, ...). */
 const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
@@ -320,7 +323,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const refuse = (message: string): ServiceError => new ServiceError('SourceNotAllowed', message);
     let hidden = 0;
     const allowed = operations.map((op): ChangeOperation => {
-      const r = op.resource as QueryResource;
+      const r = op.resource as WritableResource;
       if ('remove' in op) {
         const keys: string[] = [];
         for (const key of op.remove) {
@@ -381,7 +384,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `POST .../{Resource}`: a JSON array of records, or `{"value":[records]}`, upserted as one change. */
-  async function upsertRecords(resource: QueryResource, request: Request, session: Session, raw: string): Promise<Response> {
+  async function upsertRecords(resource: WritableResource, request: Request, session: Session, raw: string): Promise<Response> {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const body = await jsonBody(request);
     const records = Array.isArray(body) ? (body as unknown[]) : memberOf(body, 'value');
@@ -404,15 +407,15 @@ export function createHandler(options: HandlerOptions): Handler {
     operations.forEach((op, i) => {
       if (op === null || typeof op !== 'object') return; // the engine's InvalidChange names it
       const resource = (op as { resource?: unknown }).resource;
-      if (typeof resource === 'string' && COLLECTIONS.has(resource)) return;
+      if (typeof resource === 'string' && WRITABLE.has(resource)) return;
       const what = resource === undefined ? 'names no resource' : `cannot change the resource ${JSON.stringify(resource).slice(0, 80)}`;
-      throw new QueryError('InvalidChange', `operation ${i + 1} ${what}: give "resource" as one of ${[...COLLECTIONS].join(', ')}.`);
+      throw new QueryError('InvalidChange', `operation ${i + 1} ${what}: give "resource" as one of ${[...WRITABLE].join(', ')}.`);
     });
     return summaryResponse(await write(session, checkOperations(operations)));
   }
 
   /** `DELETE .../{Resource}('KEY')`: 204, or 404 when no such record is visible to the account. */
-  async function removeRecord(resource: QueryResource, literal: string, session: Session, raw: string): Promise<Response> {
+  async function removeRecord(resource: WritableResource, literal: string, session: Session, raw: string): Promise<Response> {
     const key = parseKey(resource, literal);
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const summary = await write(session, [{ resource, remove: [key] }]);
@@ -474,11 +477,11 @@ export function createHandler(options: HandlerOptions): Handler {
         return metadataResponse(version);
       }
       if (COLLECTIONS.has(segment)) {
-        if (session.admin && request.method === 'POST') return upsertRecords(segment as QueryResource, request, session, raw);
-        read(session.admin ? COLLECTION_METHODS_ADMIN : READ_METHODS);
+        if (session.admin && request.method === 'POST' && WRITABLE.has(segment)) return upsertRecords(segment as WritableResource, request, session, raw);
+        read(session.admin && WRITABLE.has(segment) ? COLLECTION_METHODS_ADMIN : READ_METHODS);
         return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base, version);
       }
-      const counted = /^(Property|Media|OpenHouse|Member|Office)\/\$count$/.exec(segment);
+      const counted = /^(Property|Media|OpenHouse|Member|Office|Lookup)\/\$count$/.exec(segment);
       if (counted) {
         read();
         return count(counted[1] as QueryResource, session, decodeQueryOptions(raw));
@@ -493,11 +496,12 @@ export function createHandler(options: HandlerOptions): Handler {
         read();
         return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base, version);
       }
-      const keyed = /^(Property|Media|OpenHouse|Member|Office)\((.*)\)$/s.exec(segment);
+      const keyed = /^(Property|Media|OpenHouse|Member|Office|Lookup)\((.*)\)$/s.exec(segment);
       if (keyed) {
         const resource = keyed[1] as QueryResource;
-        if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);
-        read(session.admin ? ENTITY_METHODS_ADMIN : READ_METHODS);
+        const writable = session.admin && WRITABLE.has(resource);
+        if (writable && request.method === 'DELETE') return removeRecord(resource as WritableResource, keyed[2], session, raw);
+        read(writable ? ENTITY_METHODS_ADMIN : READ_METHODS);
         return entity(resource, keyed[2], session, decodeQueryOptions(raw), base, version);
       }
     }

@@ -9,12 +9,21 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import {
+  CHILD_RESOURCES,
+  DATA_RESOURCES,
+  RESOURCE_NAMES,
+  ROSTER_RESOURCES,
+  type ChildResourceName,
+  type DataResourceName,
+  type ResourceName,
+} from '../schema/types.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
 import { linkToParent } from './link.js';
+import { newLookupRecords } from './lookups.js';
 import { WORKER_KIND, type ChildDone, type ChildJob, type ChildMessage } from './load-worker.js';
 import { unpackTable } from './transfer.js';
 import { readRecords, type FileFormat } from './read.js';
@@ -187,6 +196,15 @@ class Loader {
 
   /** Every resource's part of the report, merged in resource order (as a sequential load would). */
   store(accounts: unknown, profiles: unknown): Store {
+    // the Lookup resource: every lookup value the loaded rows carry, and the standard ones of their lookups
+    const lookups = newLookupRecords(
+      (r) => this.tables[r],
+      () => null,
+      () => false,
+    );
+    const b = this.builder('Lookup', null);
+    for (let i = 0; i < lookups.length; i++) b.addValue(lookups[i], i + 1);
+    this.finish(b, null);
     const parentCount = this.tables.Property.rowCount;
     const children = {} as Record<ChildResourceName, ChildIndex>;
     for (const r of CHILD_RESOURCES) {
@@ -273,8 +291,9 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   } catch (err) {
     throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: `cannot read the data directory (${(err as Error).message})` });
   }
-  const files = {} as Record<ResourceName, DataFile | null>;
-  for (const r of RESOURCE_NAMES) files[r] = findDataFile(dir, r, names);
+  // no Lookup file: the engine derives that resource from the others
+  const files = {} as Record<DataResourceName, DataFile | null>;
+  for (const r of DATA_RESOURCES) files[r] = findDataFile(dir, r, names);
   if (files.Property === null) {
     throw new DataError({
       code: 'MissingDataFile',
@@ -348,12 +367,15 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
 /** Loads in-memory records (tests, `Engine.open({ data: records })`). */
 export function loadRecords(records: RecordsInput, options: LoadRecordsOptions = {}): Store {
   for (const name of Object.keys(records)) {
-    if (!isResourceName(name)) {
-      throw new QueryError('UnknownResource', `Unknown resource '${name}'; records can be given for ${RESOURCE_NAMES.join(', ')}.`);
+    if (!(DATA_RESOURCES as readonly string[]).includes(name)) {
+      throw new QueryError(
+        'UnknownResource',
+        `${name === 'Lookup' ? "No records can be given for 'Lookup' (the engine derives it from the other resources)" : `Unknown resource '${name}'`}; records can be given for ${DATA_RESOURCES.join(', ')}.`,
+      );
     }
   }
   const loader = new Loader(options);
-  for (const resource of RESOURCE_NAMES) {
+  for (const resource of DATA_RESOURCES) {
     const list = records[resource];
     if (list !== undefined && !Array.isArray(list)) {
       throw new DataError({ code: 'BadDataFile', file: `${resource} records`, line: 0, field: null, reason: 'expected an array of records' });

@@ -1,5 +1,5 @@
 /**
- * A loaded data set: the six tables, each listing's children, the derived fields, the load
+ * A loaded data set: the seven tables (six loaded, Lookup derived from them), each listing's children, the derived fields, the load
  * report, and the accounts and MLS profiles as parsed JSON (the service interprets them).
  */
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
@@ -91,6 +91,10 @@ export class Store {
   }
   get Office(): Table {
     return this.tables.Office;
+  }
+  /** The Lookup resource (src/store/lookups.ts): every lookup value of the other tables, and the standard values of their lookups. */
+  get Lookup(): Table {
+    return this.tables.Lookup;
   }
 
   table(resource: ResourceName): Table {

@@ -5,7 +5,8 @@ import { generateListings } from '../../src/generate/dataset.js';
 import { CATALOG, DERIVED_PROPERTY_FIELDS } from '../../src/schema/catalog.js';
 import { RESOURCE_NAMES, typeName, type FieldDef } from '../../src/schema/types.js';
 import { SEARCH_FIELDS, sourceFieldsOf } from '../../src/schema/search-fields.js';
-import { dd, ddTableText, type DdField } from './dd-reference.js';
+import { annotationOf, dd, ddLookupTableText, ddTableText, type DdField } from './dd-reference.js';
+import { STANDARD_LOOKUPS } from '../../src/schema/lookups.js';
 
 const ddByName = new Map(dd.fields.map((f) => [`${f.resourceName}.${f.fieldName}`, f]));
 
@@ -29,6 +30,18 @@ describe('schema against the RESO Data Dictionary 2.0', () => {
   it('the committed DD table is what the reference metadata generates', () => {
     const committed = readFileSync(path.resolve(import.meta.dirname, '../../src/schema/dd-2.0.ts'), 'utf8');
     expect(committed).toBe(ddTableText());
+  });
+
+  it('the committed DD lookup table is what the reference metadata generates, and reads back as every standard value', () => {
+    const committed = readFileSync(path.resolve(import.meta.dirname, '../../src/schema/dd-lookups.ts'), 'utf8');
+    expect(committed).toBe(ddLookupTableText());
+    const read = [...STANDARD_LOOKUPS].flatMap(([name, values]) => [...values.values()].map((v) => `${name} ${v.legacy} ${v.value}`));
+    const reference = dd.lookups.map(
+      (l) =>
+        `${l.lookupName.replace('org.reso.metadata.enums.', '')} ${annotationOf(l, 'RESO.OData.Metadata.LegacyODataValue')} ${annotationOf(l, 'RESO.OData.Metadata.StandardName')}`,
+    );
+    expect(read.sort()).toEqual(reference.sort());
+    expect(read).toHaveLength(3683);
   });
 
   it('every RESO field we declare has the DD name and a compatible type', () => {

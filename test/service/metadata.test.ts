@@ -136,10 +136,11 @@ describe('$metadata content', () => {
       'CoListOffice org.reso.metadata.Office CoListOfficeKey OfficeKey',
       'CoBuyerOffice org.reso.metadata.Office CoBuyerOfficeKey OfficeKey',
     ]);
-    for (const other of ['Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office']) expect(entityType(xml, other)).not.toContain('NavigationProperty');
+    for (const other of ['Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'])
+      expect(entityType(xml, other)).not.toContain('NavigationProperty');
     expect(entityType(xml, 'Member')).toContain('<Key><PropertyRef Name="MemberKey"/></Key>');
     expect(entityType(xml, 'Office')).toContain('<Property Name="OriginatingSystemName" Type="Edm.String"/>');
-    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
+    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup']);
     expect(xml).toContain('<NavigationPropertyBinding Path="PreferredMedia" Target="Media"/>');
     expect(xml).toContain('<NavigationPropertyBinding Path="ListAgent" Target="Member"/>');
     expect(xml).toContain('<NavigationPropertyBinding Path="CoBuyerOffice" Target="Office"/>');

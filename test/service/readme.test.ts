@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(12);
+    expect(bodies).toHaveLength(13);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, counted, photo] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, counted, photo, lookups] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -95,5 +95,16 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       MediaKey: 'P000000005-M01',
       MediaURL: expect.stringMatching(/^https:/),
     });
+    expect(lookups['@odata.context']).toMatch(/\/v1\/listings\/data\/\$metadata#Lookup/);
+    expect(lookups.value).toEqual([
+      { LookupKey: expect.any(String), LegacyODataValue: 'Active', LookupValue: 'Active', StandardLookupValue: 'Active' },
+      {
+        LookupKey: expect.any(String),
+        LegacyODataValue: 'ActiveUnderContract',
+        LookupValue: 'Active Under Contract',
+        StandardLookupValue: 'Active Under Contract',
+      },
+      { LookupKey: expect.any(String), LegacyODataValue: 'Canceled', LookupValue: 'Canceled', StandardLookupValue: 'Canceled' },
+    ]);
   });
 });
