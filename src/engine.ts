@@ -26,7 +26,7 @@ import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest } from
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
 import { PROPERTY_REFERENCES } from './schema/catalog.js';
-import type { ResourceName } from './schema/types.js';
+import type { RecordResourceName, ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
@@ -175,12 +175,12 @@ export class Engine {
    * see all of it or none of it; they keep running while it applies. Children need their listing
    * (MissingParent otherwise). Bad records are DataErrors as at load, and nothing is applied.
    */
-  upsert(resource: ResourceName, records: readonly unknown[]): Promise<ChangeSummary> {
+  upsert(resource: RecordResourceName, records: readonly unknown[]): Promise<ChangeSummary> {
     return this.apply([{ resource, upsert: records }]);
   }
 
   /** Removes records by key as one atomic change; a removed listing's children go with it. Unknown keys are counted, not errors. */
-  remove(resource: ResourceName, keys: readonly string[]): Promise<ChangeSummary> {
+  remove(resource: RecordResourceName, keys: readonly string[]): Promise<ChangeSummary> {
     return this.apply([{ resource, remove: keys }]);
   }
 

@@ -79,6 +79,8 @@ export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacte
     const t = store.table(r);
     tables[r] = yield* gatherTableSteps(t, live(access.of(t)), null);
   }
+  // the EntityEvent log has no dead rows: compaction keeps every event, in sequence order (DESIGN.md, "EntityEvent")
+  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, live(access.of(store.EntityEvent)), null);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];

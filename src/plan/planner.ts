@@ -36,7 +36,14 @@ import { QUERY_RESOURCES, type AccessPath, type LookupTerm, type OrderStrategy, 
 export const DEFAULT_PAGE_SIZE = 10;
 
 /** $top maximum per top-level resource (SERVICE.md §3). */
-export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = { Property: 50_000, OpenHouse: 50_000, Media: 25_000, Member: 50_000, Office: 50_000 };
+export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = {
+  Property: 50_000,
+  OpenHouse: 50_000,
+  Media: 25_000,
+  Member: 50_000,
+  Office: 50_000,
+  EntityEvent: 50_000,
+};
 
 /**
  * What the planner asks of the data a query will run on: schemas to bind against and result
@@ -137,7 +144,7 @@ function planParsed({ resource: queried, maxPageSize }: PlanRequest, parsed: Par
   const grouping = applied?.grouping ?? null;
   const filter = applied ? applied.filter : (bound?.expr ?? null);
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
-  const select = parsed.select && !grouping ? (bindSelect(parsed.select, ctx('$select'))?.map((f) => f.name) ?? null) : null;
+  const select = grouping ? null : (bindSelect(parsed.select ?? [{ kind: 'star' }], ctx('$select'))?.map((f) => f.name) ?? null);
 
   const limit = nav ? EXPAND_TOP_LIMITS[nav.resource] : TOP_LIMITS[queried];
   if (parsed.top !== undefined && parsed.top > limit) {

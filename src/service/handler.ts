@@ -11,7 +11,7 @@ import { NAVIGATION_PROPERTIES, NAVIGATION_TOP_LIMITS, TOP_LIMITS, type Engine, 
 import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { RESOURCE_NAMES } from '../schema/types.js';
+import { RESOURCE_NAMES, type RecordResourceName } from '../schema/types.js';
 import { CATALOG, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
@@ -61,7 +61,10 @@ export interface HandlerOptions {
 }
 
 const DATA_PREFIX = '/v1/listings/data';
-const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
+const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'EntityEvent']);
+/** The collections an admin session writes (EntityEvent is written by the engine, one event per record written). */
+type Writable = QueryResource & RecordResourceName;
+const WRITABLE: ReadonlySet<string> = new Set<Writable>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
 /** What an admin session may do on a collection, on `Property('KEY')`, and on `Media('KEY')`, `Member('KEY')`, .... */
 const COLLECTION_METHODS_ADMIN = 'GET, HEAD, POST';
@@ -297,7 +300,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const refuse = (message: string): ServiceError => new ServiceError('SourceNotAllowed', message);
     let hidden = 0;
     const allowed = operations.map((op): ChangeOperation => {
-      const r = op.resource as QueryResource;
+      const r = op.resource as Writable;
       if ('remove' in op) {
         const keys: string[] = [];
         for (const key of op.remove) {
@@ -358,7 +361,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `POST .../{Resource}`: a JSON array of records, or `{"value":[records]}`, upserted as one change. */
-  async function upsertRecords(resource: QueryResource, request: Request, session: Session, raw: string): Promise<Response> {
+  async function upsertRecords(resource: Writable, request: Request, session: Session, raw: string): Promise<Response> {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const body = await jsonBody(request);
     const records = Array.isArray(body) ? (body as unknown[]) : memberOf(body, 'value');
@@ -381,15 +384,15 @@ export function createHandler(options: HandlerOptions): Handler {
     operations.forEach((op, i) => {
       if (op === null || typeof op !== 'object') return; // the engine's InvalidChange names it
       const resource = (op as { resource?: unknown }).resource;
-      if (typeof resource === 'string' && COLLECTIONS.has(resource)) return;
+      if (typeof resource === 'string' && WRITABLE.has(resource)) return;
       const what = resource === undefined ? 'names no resource' : `cannot change the resource ${JSON.stringify(resource).slice(0, 80)}`;
-      throw new QueryError('InvalidChange', `operation ${i + 1} ${what}: give "resource" as one of ${[...COLLECTIONS].join(', ')}.`);
+      throw new QueryError('InvalidChange', `operation ${i + 1} ${what}: give "resource" as one of ${[...WRITABLE].join(', ')}.`);
     });
     return summaryResponse(await write(session, checkOperations(operations)));
   }
 
   /** `DELETE .../{Resource}('KEY')`: 204, or 404 when no such record is visible to the account. */
-  async function removeRecord(resource: QueryResource, literal: string, session: Session, raw: string): Promise<Response> {
+  async function removeRecord(resource: Writable, literal: string, session: Session, raw: string): Promise<Response> {
     const key = parseKey(resource, literal);
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const summary = await write(session, [{ resource, remove: [key] }]);
@@ -447,8 +450,9 @@ export function createHandler(options: HandlerOptions): Handler {
         return metadataResponse();
       }
       if (COLLECTIONS.has(segment)) {
-        if (session.admin && request.method === 'POST') return upsertRecords(segment as QueryResource, request, session, raw);
-        read(session.admin ? COLLECTION_METHODS_ADMIN : READ_METHODS);
+        const writable = session.admin && WRITABLE.has(segment);
+        if (writable && request.method === 'POST') return upsertRecords(segment as Writable, request, session, raw);
+        read(writable ? COLLECTION_METHODS_ADMIN : READ_METHODS);
         return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base);
       }
       if (segment === '$changes' && session.admin) {
@@ -463,7 +467,7 @@ export function createHandler(options: HandlerOptions): Handler {
       }
       const keyed = /^(Property|Media|OpenHouse|Member|Office)\((.*)\)$/s.exec(segment);
       if (keyed && (keyed[1] === 'Property' || session.admin)) {
-        const resource = keyed[1] as QueryResource;
+        const resource = keyed[1] as Writable;
         if (session.admin && request.method === 'DELETE') return removeRecord(resource, keyed[2], session, raw);
         read(!session.admin ? READ_METHODS : resource === 'Property' ? LISTING_METHODS_ADMIN : CHILD_METHODS_ADMIN);
         return entity(keyed[2], session, decodeQueryOptions(raw), base);

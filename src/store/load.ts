@@ -9,7 +9,19 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import {
+  CHILD_RESOURCES,
+  EVENT_SOURCED,
+  RECORD_RESOURCES,
+  RESOURCE_NAMES,
+  ROSTER_RESOURCES,
+  isRecordResource,
+  type ChildResourceName,
+  type RecordResourceName,
+  type ResourceName,
+} from '../schema/types.js';
+import { eventRecord, sourceOf } from './events.js';
+import { ParentKeyColumn } from './columns.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
@@ -185,8 +197,31 @@ class Loader {
     this.finish(b, label, found === null);
   }
 
+  /**
+   * The initial EntityEvent log: one event per record of each event-sourced resource, in
+   * resource order then row (load) order, numbered from 1.
+   */
+  private loadEvents(): void {
+    const b = this.builder('EntityEvent', null);
+    let sequence = 0;
+    const property = this.tables.Property;
+    for (const r of EVENT_SOURCED) {
+      const table = this.tables[r];
+      const parent = CATALOG[r].parent;
+      const link = parent === null ? null : table.column(parent.field);
+      const listings = link instanceof ParentKeyColumn ? link.parentRow : null;
+      for (let row = 0; row < table.rowCount; row++) {
+        const source = sourceOf(table, row, property, parent === null ? null : listings === null ? -1 : listings[row]);
+        sequence++;
+        b.addValue(eventRecord(sequence, { resource: r, key: table.keyOf(row), source }), sequence);
+      }
+    }
+    this.finish(b, null);
+  }
+
   /** Every resource's part of the report, merged in resource order (as a sequential load would). */
   store(accounts: unknown, profiles: unknown): Store {
+    this.loadEvents();
     const parentCount = this.tables.Property.rowCount;
     const children = {} as Record<ChildResourceName, ChildIndex>;
     for (const r of CHILD_RESOURCES) {
@@ -273,8 +308,8 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   } catch (err) {
     throw new DataError({ code: 'MissingDataFile', file: dir, line: 0, field: null, reason: `cannot read the data directory (${(err as Error).message})` });
   }
-  const files = {} as Record<ResourceName, DataFile | null>;
-  for (const r of RESOURCE_NAMES) files[r] = findDataFile(dir, r, names);
+  const files = {} as Record<RecordResourceName, DataFile | null>;
+  for (const r of RECORD_RESOURCES) files[r] = findDataFile(dir, r, names);
   if (files.Property === null) {
     throw new DataError({
       code: 'MissingDataFile',
@@ -348,12 +383,12 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
 /** Loads in-memory records (tests, `Engine.open({ data: records })`). */
 export function loadRecords(records: RecordsInput, options: LoadRecordsOptions = {}): Store {
   for (const name of Object.keys(records)) {
-    if (!isResourceName(name)) {
-      throw new QueryError('UnknownResource', `Unknown resource '${name}'; records can be given for ${RESOURCE_NAMES.join(', ')}.`);
+    if (!isRecordResource(name)) {
+      throw new QueryError('UnknownResource', `Unknown resource '${name}'; records can be given for ${RECORD_RESOURCES.join(', ')}.`);
     }
   }
   const loader = new Loader(options);
-  for (const resource of RESOURCE_NAMES) {
+  for (const resource of RECORD_RESOURCES) {
     const list = records[resource];
     if (list !== undefined && !Array.isArray(list)) {
       throw new DataError({ code: 'BadDataFile', file: `${resource} records`, line: 0, field: null, reason: 'expected an array of records' });

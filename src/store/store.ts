@@ -1,5 +1,5 @@
 /**
- * A loaded data set: the six tables, each listing's children, the derived fields, the load
+ * A loaded data set: the six tables of records and the EntityEvent log, each listing's children, the derived fields, the load
  * report, and the accounts and MLS profiles as parsed JSON (the service interprets them).
  */
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
@@ -91,6 +91,10 @@ export class Store {
   }
   get Office(): Table {
     return this.tables.Office;
+  }
+  /** The EntityEvent log (one event per record loaded, upserted or removed), in sequence order. */
+  get EntityEvent(): Table {
+    return this.tables.EntityEvent;
   }
 
   table(resource: ResourceName): Table {

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateDataset, generateListings, generateRoster } from '../../src/generate/dataset.js';
 import type { GeneratedListing, GeneratedRoster } from '../../src/generate/listing.js';
-import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
+import { RECORD_RESOURCES, RESOURCE_NAMES, type RecordResourceName } from '../../src/schema/types.js';
 import { loadDataDirectory, loadRecords } from '../../src/store/load.js';
 import type { ChildIndex } from '../../src/store/children.js';
 import type { Store } from '../../src/store/store.js';
@@ -46,7 +46,7 @@ function roundTripProblems(table: Table, inputs: readonly Rec[]): string[] {
   return problems;
 }
 
-function inputsOf(listings: readonly GeneratedListing[], roster: GeneratedRoster): Record<ResourceName, Rec[]> {
+function inputsOf(listings: readonly GeneratedListing[], roster: GeneratedRoster): Record<RecordResourceName, Rec[]> {
   return {
     Property: listings.map((l) => l.property),
     Media: listings.flatMap((l) => l.media),
@@ -88,7 +88,7 @@ describe('round trip', () => {
     expect(store.Office.rowCount).toBeGreaterThan(0);
     expect(store.Media.rowCount).toBeGreaterThan(N * 10);
     expect(store.OpenHouse.rowCount).toBeGreaterThan(0);
-    for (const r of RESOURCE_NAMES) expect(roundTripProblems(store.table(r), inputs[r])).toEqual([]);
+    for (const r of RECORD_RESOURCES) expect(roundTripProblems(store.table(r), inputs[r])).toEqual([]);
     expect(store.report.skipped.total).toBe(0);
     expect(store.report.localFields).toEqual([]);
   });
@@ -96,7 +96,7 @@ describe('round trip', () => {
   it('gives back every record of fixtures/default exactly', async () => {
     const fixture = path.join(root, 'fixtures/default');
     const loaded = await loadDataDirectory(fixture);
-    for (const r of RESOURCE_NAMES) {
+    for (const r of RECORD_RESOURCES) {
       expect(roundTripProblems(loaded.table(r), readJsonl(path.join(fixture, `${r}.jsonl`)))).toEqual([]);
     }
     expect(loaded.Property.rowCount).toBe(2000);
