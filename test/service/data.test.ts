@@ -149,6 +149,7 @@ describe('service document and $metadata', () => {
           { name: 'OpenHouse', kind: 'EntitySet', url: 'OpenHouse' },
           { name: 'Member', kind: 'EntitySet', url: 'Member' },
           { name: 'Office', kind: 'EntitySet', url: 'Office' },
+          { name: 'EntityEvent', kind: 'EntitySet', url: 'EntityEvent' },
         ],
       });
     }
