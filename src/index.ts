@@ -49,7 +49,7 @@ export { DataError } from './store/errors.js';
 export type { DataErrorInfo } from './store/errors.js';
 export type { LoadReport, ResourceLoadReport } from './store/store.js';
 export type { LocalFieldInfo } from './store/ingest.js';
-export type { EdmType, FieldDef, FieldOrigin, ResourceName } from './schema/types.js';
+export type { EdmType, FieldDef, FieldOrigin, RecordResourceName, ResourceName } from './schema/types.js';
 export {
   Engine,
   DEFAULT_PAGE_SIZE,

@@ -1,7 +1,8 @@
 /**
  * Visibility, written once: which rows of a generation a caller sees. A row is visible when it is
  * live in the generation (not replaced or removed) and, for a caller limited to some sources, its
- * OriginatingSystemName (a listing's, a Member's, an Office's; a child's: its listing's) is one of them. A child (Media, OpenHouse, PropertyChange) is
+ * OriginatingSystemName (a listing's, a Member's, an Office's, an EntityEvent's: the source of the
+ * record it names, kept on the event; a child's: its listing's) is one of them. A child (Media, OpenHouse, PropertyChange) is
  * visible through its listing's live version: its link may point at a replaced version of the
  * listing, whose newest live row then decides. Queries, changes and the service all use this.
  */
