@@ -16,6 +16,7 @@ import type { QueryResult } from './exec/page.js';
 import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
+import { EVENT_RETENTION_MS } from './live/compact.js';
 import { Generations, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS } from './live/generations.js';
 import { isVisible, liveRowOf, rosterVisibility, rowVisibility } from './live/visibility.js';
 import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
@@ -32,7 +33,7 @@ import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type RecordsInput } from './store/load.js';
 import type { Store } from './store/store.js';
 
-export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
+export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, EVENT_RETENTION_MS, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
 export type { ExpansionName as NavigationName, NavigationRequest, Plan, QueryResource, QueryResult };
 /** Property's navigation properties and the resource each leads to (`$expand` and navigation paths). */
 export const NAVIGATION_PROPERTIES = EXPANSIONS;
@@ -51,6 +52,12 @@ export interface EngineOpenOptions {
    * asked.
    */
   readonly compactFraction?: number | false;
+  /**
+   * How long compaction keeps the EntityEvent of a removed record after it was written, ms
+   * (default a week, EVENT_RETENTION_MS). Compaction keeps the newest event of each record there
+   * is; a consumer that last read the log longer ago than this must copy the data again.
+   */
+  readonly eventRetentionMs?: number;
   /** A data directory, or records in memory; defaults to the embedded default data set. */
   readonly data?: string | RecordsInput;
   /**
@@ -98,10 +105,11 @@ export class Engine {
     pageTtl?: number,
     compactFraction?: number | false,
     firstVersions?: ReadonlyMap<string, number>,
+    eventRetentionMs = EVENT_RETENTION_MS,
   ) {
     this.generations = new Generations({ id: 0, store, access: new StoreAccess(store, indexes) }, clock, pageTtl);
     this.writer = new ChangeWriter(clock, () => this.generations.nextId(), firstVersions);
-    this.compactor = new Compactor(this.generations, this.writer, compactFraction);
+    this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock });
   }
 
   static async open(options: EngineOpenOptions = {}): Promise<Engine> {
@@ -114,16 +122,19 @@ export class Engine {
     if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
       throw new TypeError("Engine.open: compactFraction must be a fraction above 0 (of a table's rows), or false.");
     }
+    const retention = options.eventRetentionMs;
+    if (retention !== undefined && !(typeof retention === 'number' && retention >= 0))
+      throw new TypeError('Engine.open: eventRetentionMs must be a number of milliseconds, 0 or more.');
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes, ttl, fraction ?? COMPACT_FRACTION, firstVersions);
+      return new Engine(store, clock, indexes, ttl, fraction ?? COMPACT_FRACTION, firstVersions, retention);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, undefined, ttl, fraction ?? COMPACT_FRACTION);
+    return new Engine(store, clock, undefined, ttl, fraction ?? COMPACT_FRACTION, undefined, retention);
   }
 
   /** The newest generation (tests reach it by this name). */

@@ -59,6 +59,7 @@ export {
   PAGE_SNAPSHOT_TTL_MS,
   MAX_PINNED_GENERATIONS,
   COMPACT_FRACTION,
+  EVENT_RETENTION_MS,
 } from './engine.js';
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
 export { SnapshotError } from './snapshot/file.js';

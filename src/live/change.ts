@@ -353,8 +353,9 @@ export class ChangeWriter {
     // the events, appended to the log in the same generation as the change
     if (events.length > 0) {
       let sequence = nextSequence(tables.EntityEvent);
+      const writtenAt = this.clock();
       for (let at = 0; at < events.length; at += CHUNK_RECORDS) {
-        const records = events.slice(at, at + CHUNK_RECORDS).map((e) => eventRecord(sequence++, e));
+        const records = events.slice(at, at + CHUNK_RECORDS).map((e) => eventRecord(sequence++, e, writtenAt));
         tables.EntityEvent = appenders.EntityEvent.append(loadBatch('EntityEvent', records, { now: this.clock }));
         await yieldToLoop();
       }

@@ -120,6 +120,9 @@ const PROPERTY_CHANGE_FIELDS: readonly FieldDef[] = [
 /** EntityEvent's storage key: the sequence as 16 zero-padded digits, so key order is sequence order. */
 export const ENTITY_EVENT_KEY = 'service_EntityEventKey';
 
+/** When an event was written (hidden: compaction's retention window reads it; RCP-27 has no such field). */
+export const ENTITY_EVENT_TIME = 'service_EntityEventTimestamp';
+
 /** The key text of an event sequence number (ENTITY_EVENT_KEY). */
 export function entityEventKey(sequence: number): string {
   return String(sequence).padStart(16, '0');
@@ -130,7 +133,8 @@ export function entityEventKey(sequence: number): string {
  * ResourceName and ResourceRecordKey, and ResourceRecordUrl (the record's path from the service
  * root). OriginatingSystemName, the source of the record named (a child's: its listing's), is
  * what visibility reads; it stays on the event when the record is gone. The table's own key is a
- * hidden text field (a Table's key is text), in the same order as the sequence.
+ * hidden text field (a Table's key is text), in the same order as the sequence; a hidden timestamp
+ * says when the event was written.
  */
 const ENTITY_EVENT_FIELDS: readonly FieldDef[] = [
   makeField({ name: 'EntityEventSequence', type: 'Edm.Int64', origin: 'reso' }),
@@ -139,6 +143,7 @@ const ENTITY_EVENT_FIELDS: readonly FieldDef[] = [
   makeField({ name: 'ResourceRecordUrl', type: 'Edm.String', origin: 'reso', freeText: true }),
   makeField({ name: 'OriginatingSystemName', type: 'Edm.String', origin: 'service' }),
   makeField({ name: ENTITY_EVENT_KEY, type: 'Edm.String', origin: 'service', key: true, hidden: true }),
+  makeField({ name: ENTITY_EVENT_TIME, type: 'Edm.DateTimeOffset', origin: 'service', hidden: true }),
 ];
 
 /** The key an OData client sees (`$metadata` Key, always selected): the table's key, but EntityEvent's EntityEventSequence. */

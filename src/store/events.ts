@@ -4,7 +4,7 @@
  * `loadEventRecords`; the change writer (src/live/change.ts) appends one event per record a change
  * writes, through the same `eventRecord`.
  */
-import { entityEventKey, ENTITY_EVENT_KEY } from '../schema/catalog.js';
+import { entityEventKey, ENTITY_EVENT_KEY, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import type { EventSourcedName } from '../schema/types.js';
 import type { Table } from './table.js';
 
@@ -20,10 +20,15 @@ export function recordUrl(resource: string, key: string): string {
   return `${resource}('${encodeURIComponent(key.replace(/'/g, "''"))}')`;
 }
 
-/** The EntityEvent record of an event with its sequence number. */
-export function eventRecord(sequence: number, e: EventOf): Record<string, string | number | null> {
+/**
+ * The EntityEvent record of an event with its sequence number, written at `atMs` (epoch ms; null
+ * for the load's events, so that a data set loads to the same store whenever it is loaded: only
+ * the age of a removal matters to compaction, and a load writes none).
+ */
+export function eventRecord(sequence: number, e: EventOf, atMs: number | null): Record<string, string | number | null> {
   return {
     [ENTITY_EVENT_KEY]: entityEventKey(sequence),
+    [ENTITY_EVENT_TIME]: atMs === null ? null : new Date(atMs).toISOString(),
     EntityEventSequence: sequence,
     ResourceName: e.resource,
     ResourceRecordKey: e.key,

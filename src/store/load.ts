@@ -216,7 +216,7 @@ class Loader {
         const lines: string[] = [];
         for (let row = from; row < to; row++) {
           const source = sourceOf(table, row, property, parent === null ? null : listings === null ? -1 : listings[row]);
-          lines.push(JSON.stringify(eventRecord(sequence + 1 + row - from, { resource: r, key: table.keyOf(row), source })));
+          lines.push(JSON.stringify(eventRecord(sequence + 1 + row - from, { resource: r, key: table.keyOf(row), source }, null)));
         }
         const bytes = Buffer.from(lines.join('\n'), 'utf8');
         let s = 0;

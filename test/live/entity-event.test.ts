@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine.js';
+import { Engine, EVENT_RETENTION_MS } from '../../src/engine.js';
 import type { ChangeOperation } from '../../src/live/change.js';
 import { dataSetOf, generated, rejectionOf, type Rec } from './helpers.js';
 
@@ -32,8 +32,13 @@ interface Event {
 class Model {
   readonly live: Record<Sourced, Map<string, Rec>> = { Property: new Map(), Media: new Map(), OpenHouse: new Map(), Member: new Map(), Office: new Map() };
   readonly events: Event[] = [];
+  /** When each event was written (the engine clock), by position in `events`. */
+  readonly written: number[] = [];
 
-  constructor(data: Partial<Record<Sourced, Rec[]>>) {
+  constructor(
+    data: Partial<Record<Sourced, Rec[]>>,
+    private readonly clock: () => number = () => NOW,
+  ) {
     for (const r of ORDER) for (const rec of data[r] ?? []) this.live[r].set(rec[KEYS[r]] as string, rec);
     for (const r of ORDER) for (const [key] of this.live[r]) this.log(r, key);
   }
@@ -53,9 +58,29 @@ class Model {
   }
 
   private log(r: Sourced, key: string): void {
-    const n = this.events.length + 1;
+    const n = (this.events.at(-1)?.EntityEventSequence ?? 0) + 1;
     const url = `${r}('${encodeURIComponent(key.replace(/'/g, "''"))}')`;
+    this.written.push(this.clock());
     this.events.push({ EntityEventSequence: n, ResourceName: r, ResourceRecordKey: key, ResourceRecordUrl: url, OriginatingSystemName: this.sourceOf(r, key) });
+  }
+
+  /**
+   * What compaction leaves of the log: the newest event of each record; of a record that is gone,
+   * only while younger than the retention window; and the last event.
+   */
+  compact(nowMs: number, retentionMs: number): void {
+    const newest = new Map<string, number>();
+    this.events.forEach((e, i) => newest.set(`${e.ResourceName}/${e.ResourceRecordKey}`, i));
+    const keep = new Set<number>([this.events.length - 1]);
+    for (const i of newest.values()) {
+      const e = this.events[i];
+      if (this.live[e.ResourceName as Sourced].has(e.ResourceRecordKey) || nowMs - this.written[i] <= retentionMs) keep.add(i);
+    }
+    const kept = [...keep].sort((a, b) => a - b);
+    const events = kept.map((i) => this.events[i]);
+    const written = kept.map((i) => this.written[i]);
+    this.events.splice(0, this.events.length, ...events);
+    this.written.splice(0, this.written.length, ...written);
   }
 
   apply(ops: ChangeOperation[]): void {
@@ -260,9 +285,12 @@ describe('EntityEvent', () => {
     ]);
   });
 
-  it('compaction and snapshots keep the log, and the sequence goes on after them', async () => {
+  it('compaction keeps the newest event of each record (removals within the retention window), snapshots the log; the sequence goes on after them', async () => {
+    const before = allEvents(engine).length;
     await engine.compact();
+    model.compact(NOW, EVENT_RETENTION_MS);
     expect(allEvents(engine)).toEqual(model.events);
+    expect(model.events.length).toBeLessThan(before);
     const file = path.join(dir, 'e.snapshot');
     engine.save(file);
     const reopened = await Engine.open({ snapshot: file, now: () => new Date(NOW) });
@@ -276,5 +304,52 @@ describe('EntityEvent', () => {
   it('EntityEvent cannot be written by a change', async () => {
     const e = await rejectionOf(engine.apply([{ resource: 'EntityEvent' as 'Property', upsert: [] }]));
     expect(e).toMatchObject({ code: 'InvalidChange' });
+  });
+
+  it('compaction drops the events of records removed longer ago than the retention window, never the newest event', async () => {
+    const clock = { ms: NOW };
+    const HOUR = 3600 * 1000;
+    const small = { ...dataSetOf(LISTINGS.slice(0, 12)), Member: DATA.Member, Office: DATA.Office };
+    const e = await Engine.open({ data: structuredClone(small), now: () => new Date(clock.ms), compactFraction: false, eventRetentionMs: 24 * HOUR });
+    const m = new Model(structuredClone(small), () => clock.ms);
+    const step = async (ops: ChangeOperation[], hours: number): Promise<void> => {
+      clock.ms += hours * HOUR;
+      await e.apply(ops);
+      m.apply(ops);
+    };
+    await step([{ resource: 'Property', remove: [keyOf(0), keyOf(1)] }], 1); // removed 2 days before the compaction
+    await step(
+      [
+        { resource: 'Property', upsert: [LISTINGS[2].property] },
+        { resource: 'Member', remove: ['MB1'] },
+      ],
+      1,
+    );
+    await step([{ resource: 'Property', remove: [keyOf(3)] }], 47); // removed 1 hour before it: kept
+    await step(
+      [
+        { resource: 'Property', remove: [keyOf(1)] },
+        { resource: 'Office', remove: ['OF1'] },
+      ],
+      0,
+    ); // unknown key: no event
+    clock.ms += HOUR;
+    await e.compact();
+    m.compact(clock.ms, 24 * HOUR);
+    const events = allEvents(e);
+    expect(events).toEqual(m.events);
+    const keys = events.map((x) => `${x.ResourceName}/${x.ResourceRecordKey}`);
+    expect(keys).not.toContain(`Property/${keyOf(0)}`);
+    expect(keys).not.toContain('Member/MB1');
+    expect(keys).toContain(`Property/${keyOf(3)}`);
+    expect(keys.filter((k) => k === `Property/${keyOf(2)}`)).toHaveLength(1);
+    // the last event is kept even when old and a removal; the next sequence follows it
+    clock.ms += 100 * HOUR;
+    await e.compact();
+    await step([{ resource: 'Property', upsert: [LISTINGS[4].property] }], 0);
+    m.compact(clock.ms, 24 * HOUR);
+    const after = allEvents(e);
+    expect(after.at(-2)?.ResourceRecordKey).toBe('OF1');
+    expect(after.at(-1)?.EntityEventSequence).toBe(after.at(-2)!.EntityEventSequence + 1);
   });
 });
