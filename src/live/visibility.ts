@@ -7,7 +7,7 @@
  * listing, whose newest live row then decides. Queries, changes and the service all use this.
  */
 import type { Generation } from '../access/generation.js';
-import { CATALOG } from '../schema/catalog.js';
+import { CATALOG, entityEventKey } from '../schema/catalog.js';
 import type { ResourceName, RosterResourceName } from '../schema/types.js';
 import { ParentKeyColumn } from '../store/columns.js';
 import type { Table } from '../store/table.js';
@@ -82,10 +82,14 @@ export function rowVisibility(gen: Generation, table: Table, sources: readonly s
   };
 }
 
-/** The live row of the record with this key, or -1. */
+/**
+ * The live row of the record with this key, or -1. EntityEvent's key is its EntityEventSequence
+ * in decimal (`'42'`), found through the table's storage key.
+ */
 export function liveRowOf(gen: Generation, resource: ResourceName, key: string): number {
   const table = gen.store.table(resource);
-  const row = table.rowOfKey(key);
+  if (resource === 'EntityEvent' && !/^[1-9][0-9]{0,15}$/.test(key)) return -1;
+  const row = table.rowOfKey(resource === 'EntityEvent' ? entityEventKey(Number(key)) : key);
   return row >= 0 && !gen.access.of(table).isDead(row) ? row : -1;
 }
 

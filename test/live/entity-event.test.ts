@@ -301,6 +301,20 @@ describe('EntityEvent', () => {
     expect(allEvents(reopened)).toEqual(model.events);
   });
 
+  it('an event is found by its sequence (engine.entity, has, isVisible), by the source of the record it names', () => {
+    const e = model.events[5];
+    expect(engine.entity('EntityEvent', String(e.EntityEventSequence), '')).toEqual(e);
+    expect(engine.entity('EntityEvent', String(e.EntityEventSequence), '$select=ResourceName')).toEqual({
+      EntityEventSequence: e.EntityEventSequence,
+      ResourceName: e.ResourceName,
+    });
+    expect(engine.isVisible('EntityEvent', String(e.EntityEventSequence), [e.OriginatingSystemName!])).toBe(true);
+    expect(engine.isVisible('EntityEvent', String(e.EntityEventSequence), ['nobody'])).toBe(false);
+    for (const bad of ['0', '-1', '05', '1.5', 'x', '', String(model.events.at(-1)!.EntityEventSequence + 1)]) {
+      expect(engine.has('EntityEvent', bad), bad).toBe(false);
+    }
+  });
+
   it('EntityEvent cannot be written by a change', async () => {
     const e = await rejectionOf(engine.apply([{ resource: 'EntityEvent' as 'Property', upsert: [] }]));
     expect(e).toMatchObject({ code: 'InvalidChange' });
