@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
-import { CATALOG, DERIVED_PROPERTY_FIELDS, ENTITY_EVENT_KEY } from '../../src/schema/catalog.js';
+import { CATALOG, DERIVED_PROPERTY_FIELDS, ENTITY_EVENT_KEY, ENTITY_EVENT_TIME } from '../../src/schema/catalog.js';
 import { isHiddenField, RESOURCE_NAMES, typeName, type FieldDef } from '../../src/schema/types.js';
 import { SEARCH_FIELDS, sourceFieldsOf } from '../../src/schema/search-fields.js';
 import { dd, ddTableText, type DdField } from './dd-reference.js';
@@ -120,11 +120,12 @@ describe('resources', () => {
     for (const resource of RESOURCE_NAMES) {
       for (const f of CATALOG[resource].fields) {
         expect(f.key).toBe(f.name === CATALOG[resource].key);
-        if (f.name === ENTITY_EVENT_KEY) {
-          // EntityEvent's storage key: hidden (queries meet UnknownField; EntityEventSequence is the key clients see)
+        if (f.name === ENTITY_EVENT_KEY || f.name === ENTITY_EVENT_TIME) {
+          // EntityEvent's storage key and write time: hidden (queries meet UnknownField; EntityEventSequence is the key clients see)
           expect([resource, isHiddenField(f)]).toEqual(['EntityEvent', true]);
           continue;
         }
+        expect(isHiddenField(f)).toBe(false);
         expect(f.selectable).toBe(true);
         expect(f.filterable).toBe(true);
         expect(f.sortable).toBe(!f.collection && f.type !== 'Edm.GeographyPoint');
