@@ -19,6 +19,12 @@ export interface EngineOpenOptions {
    * asked.
    */
   readonly compactFraction?: number | false;
+  /**
+   * How long compaction keeps the EntityEvent of a removed record after it was written, ms
+   * (default a week, EVENT_RETENTION_MS). Compaction keeps the newest event of each record there
+   * is; a consumer that last read the log longer ago than this must copy the data again.
+   */
+  readonly eventRetentionMs?: number;
   /** A data directory, or records in memory; defaults to the embedded default data set. */
   readonly data?: string | RecordsInput;
   /**
@@ -63,7 +69,12 @@ export function queryText(query: QueryInput): string {
 }
 
 /** The clock and paging and compaction settings of EngineOpenOptions, checked (a TypeError names a bad one). */
-export function checkOpenOptions(options: EngineOpenOptions): { clock: () => number; ttl: number | undefined; fraction: number | false } {
+export function checkOpenOptions(options: EngineOpenOptions): {
+  clock: () => number;
+  ttl: number | undefined;
+  fraction: number | false;
+  retention: number | undefined;
+} {
   const now = options.now;
   const clock = now ? () => now().getTime() : () => Date.now();
   const ttl = options.pageSnapshotTtlMs;
@@ -73,5 +84,9 @@ export function checkOpenOptions(options: EngineOpenOptions): { clock: () => num
   if (fraction !== undefined && fraction !== false && !(typeof fraction === 'number' && fraction > 0)) {
     throw new TypeError("Engine.open: compactFraction must be a fraction above 0 (of a table's rows), or false.");
   }
-  return { clock, ttl, fraction: fraction ?? COMPACT_FRACTION };
+  const retention = options.eventRetentionMs;
+  if (retention !== undefined && !(typeof retention === 'number' && retention >= 0)) {
+    throw new TypeError('Engine.open: eventRetentionMs must be a number of milliseconds, 0 or more.');
+  }
+  return { clock, ttl, fraction: fraction ?? COMPACT_FRACTION, retention };
 }

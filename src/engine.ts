@@ -16,6 +16,7 @@ import { contextFragment, type ODataVersion, type QueryResult } from './exec/pag
 import { statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
+import { EVENT_RETENTION_MS } from './live/compact.js';
 import { Generations, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS } from './live/generations.js';
 import { isVisible, liveRowOf, rosterVisibility, rowVisibility } from './live/visibility.js';
 import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
@@ -27,13 +28,13 @@ import { checkOpenOptions, queryText, type EngineOpenOptions, type ExplainOption
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
 import { PROPERTY_REFERENCES } from './schema/catalog.js';
-import type { DataResourceName, ResourceName } from './schema/types.js';
+import type { RecordResourceName, ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords } from './store/load.js';
 import type { Store } from './store/store.js';
 
-export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
+export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, EVENT_RETENTION_MS, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
 export type { ExpansionName as NavigationName, NavigationRequest, ODataVersion, Plan, QueryResource, QueryResult };
 /** Property's navigation properties and the resource each leads to (`$expand` and navigation paths). */
 export const NAVIGATION_PROPERTIES = EXPANSIONS;
@@ -57,24 +58,25 @@ export class Engine {
     pageTtl?: number,
     compactFraction?: number | false,
     firstVersions?: ReadonlyMap<string, number>,
+    eventRetentionMs = EVENT_RETENTION_MS,
   ) {
     this.generations = new Generations({ id: 0, store, access: new StoreAccess(store, indexes) }, clock, pageTtl);
     this.writer = new ChangeWriter(clock, () => this.generations.nextId(), firstVersions);
-    this.compactor = new Compactor(this.generations, this.writer, compactFraction);
+    this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock });
   }
 
   static async open(options: EngineOpenOptions = {}): Promise<Engine> {
-    const { clock, ttl, fraction } = checkOpenOptions(options);
+    const { clock, ttl, fraction, retention } = checkOpenOptions(options);
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock);
-      return new Engine(store, clock, indexes, ttl, fraction, firstVersions);
+      return new Engine(store, clock, indexes, ttl, fraction, firstVersions, retention);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, undefined, ttl, fraction);
+    return new Engine(store, clock, undefined, ttl, fraction, undefined, retention);
   }
 
   /** The newest generation (tests reach it by this name). */
@@ -127,13 +129,13 @@ export class Engine {
    * (MissingParent otherwise). Bad records are DataErrors as at load, and nothing is applied.
    */
   upsert(resource: ResourceName, records: readonly unknown[]): Promise<ChangeSummary> {
-    // checkOperations refuses Lookup (ReadOnlyResource) and names outside the catalog
-    return this.apply([{ resource: resource as DataResourceName, upsert: records }]);
+    // checkOperations refuses Lookup (ReadOnlyResource), EntityEvent (InvalidChange) and names outside the catalog
+    return this.apply([{ resource: resource as RecordResourceName, upsert: records }]);
   }
 
   /** Removes records by key as one atomic change; a removed listing's children go with it. Unknown keys are counted, not errors. */
   remove(resource: ResourceName, keys: readonly string[]): Promise<ChangeSummary> {
-    return this.apply([{ resource: resource as DataResourceName, remove: keys }]);
+    return this.apply([{ resource: resource as RecordResourceName, remove: keys }]);
   }
 
   /**

@@ -49,7 +49,7 @@ export { DataError } from './store/errors.js';
 export type { DataErrorInfo } from './store/errors.js';
 export type { LoadReport, ResourceLoadReport } from './store/store.js';
 export type { LocalFieldInfo } from './store/ingest.js';
-export type { EdmType, FieldDef, FieldOrigin, ResourceName } from './schema/types.js';
+export type { EdmType, FieldDef, FieldOrigin, RecordResourceName, ResourceName } from './schema/types.js';
 export {
   Engine,
   DEFAULT_PAGE_SIZE,
@@ -59,6 +59,7 @@ export {
   PAGE_SNAPSHOT_TTL_MS,
   MAX_PINNED_GENERATIONS,
   COMPACT_FRACTION,
+  EVENT_RETENTION_MS,
 } from './engine.js';
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
 export { SnapshotError } from './snapshot/file.js';

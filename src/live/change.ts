@@ -27,7 +27,17 @@ export type { Generation };
 import { liveParentRow, parentLinkOf } from './visibility.js';
 import { type TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, DATA_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type DataResourceName, type ResourceName } from '../schema/types.js';
+import {
+  CHILD_RESOURCES,
+  EVENT_SOURCED,
+  RECORD_RESOURCES,
+  RESOURCE_NAMES,
+  type ChildResourceName,
+  type EventSourcedName,
+  type RecordResourceName,
+  type ResourceName,
+} from '../schema/types.js';
+import { eventRecord, nextSequence, sourceOf, type EventOf } from '../store/events.js';
 import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
@@ -49,7 +59,8 @@ const SEARCH_STEP_ROWS = 256;
 
 /** One operation of a change. */
 export type ChangeOperation =
-  { readonly resource: DataResourceName; readonly upsert: readonly unknown[] } | { readonly resource: DataResourceName; readonly remove: readonly string[] };
+  | { readonly resource: RecordResourceName; readonly upsert: readonly unknown[] }
+  | { readonly resource: RecordResourceName; readonly remove: readonly string[] };
 
 export interface ChangeSummary {
   /** The generation the change produced (ids only grow), or the previous one when nothing changed. */
@@ -77,13 +88,16 @@ export function checkOperations(operations: unknown): ChangeOperation[] {
     if (o.resource === 'Lookup') {
       throw new QueryError(
         'ReadOnlyResource',
-        `${at}: Lookup cannot be changed: the engine derives its rows from the lookup values of the other resources; change those (${DATA_RESOURCES.join(', ')}).`,
+        `${at}: Lookup cannot be changed: the engine derives its rows from the lookup values of the other resources; change those (${RECORD_RESOURCES.join(', ')}).`,
       );
     }
-    if (typeof o.resource !== 'string' || !(DATA_RESOURCES as readonly string[]).includes(o.resource)) {
-      throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${DATA_RESOURCES.join(', ')}.`);
+    if (o.resource === 'EntityEvent') {
+      throw new QueryError('InvalidChange', `${at}: EntityEvent is written by the engine (one event per record a change writes), not by changes.`);
     }
-    const resource = o.resource as DataResourceName;
+    if (typeof o.resource !== 'string' || !(RECORD_RESOURCES as readonly string[]).includes(o.resource)) {
+      throw new QueryError('UnknownResource', `${at}: no resource '${String(o.resource)}' to change; use ${RECORD_RESOURCES.join(', ')}.`);
+    }
+    const resource = o.resource as RecordResourceName;
     const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
     if (has('upsert') === has('remove')) throw new QueryError('InvalidChange', `${at}: give exactly one of upsert (records) or remove (keys).`);
     if (has('upsert')) {
@@ -242,6 +256,12 @@ export class ChangeWriter {
     let upserted = 0;
     let removed = 0;
     let notFound = 0;
+    // EntityEvent: one per record this change writes, in the order written (DESIGN.md, "EntityEvent")
+    const events: EventOf[] = [];
+    const sourced = (r: ResourceName): r is EventSourcedName => (EVENT_SOURCED as readonly string[]).includes(r);
+    /** The source of a row of `r` in the change's tables (a child's: its live listing's). */
+    const sourceNow = (r: ResourceName, row: number): string | null =>
+      sourceOf(tables[r], row, tables.Property, CATALOG[r].parent === null ? null : currentParent(r as ChildResourceName, row));
 
     /** The live row of the listing a child's link points at (it may point at an older version), or -1. */
     const listingDead = (row: number): boolean => isDead('Property', row);
@@ -249,16 +269,22 @@ export class ChangeWriter {
       const link = parentLinkOf(tables[r]);
       return link === null ? -1 : liveParentRow(tables.Property, link, child, listingDead);
     };
-    const kill = (r: DataResourceName, row: number): void => {
+    const kill = (r: ResourceName, row: number, cascade = false): void => {
       killed[r].add(row);
       if (r === 'Property') {
         // a listing added again later is still the record first loaded (SERVICE.md §2)
         this.firstModifiedOf(tables.Property, tables.Property.keyOf(row), row);
+        const source = sourceNow('Property', row);
         for (const c of CHILD_RESOURCES) {
-          for (const child of Array.from(children[c].of(row))) if (!isDead(c, child)) killed[c].add(child);
+          for (const child of Array.from(children[c].of(row))) {
+            if (isDead(c, child)) continue;
+            killed[c].add(child);
+            // children removed with their listing are events of their own (a replica learns of each)
+            if (cascade && sourced(c)) events.push({ resource: c, key: tables[c].keyOf(child), source });
+          }
           children[c].drop(row);
         }
-      } else if (r !== 'Member' && r !== 'Office') {
+      } else if (r !== 'Member' && r !== 'Office' && r !== 'EntityEvent' && r !== 'Lookup') {
         const p = currentParent(r, row);
         if (p >= 0) children[r].touch(p);
       }
@@ -272,7 +298,8 @@ export class ChangeWriter {
           const row = tables[r].rowOfKey(key);
           if (row < 0 || isDead(r, row)) notFound++;
           else {
-            kill(r, row);
+            if (sourced(r)) events.push({ resource: r, key, source: sourceNow(r, row) });
+            kill(r, row, true);
             removed++;
           }
         }
@@ -298,6 +325,10 @@ export class ChangeWriter {
           const key = after.keyOf(row);
           const old = inChunk.get(key) ?? before.rowOfKey(key);
           inChunk.set(key, row);
+          if (sourced(r)) {
+            const p = CATALOG[r].parent === null ? null : (after.column(def.parent!.field) as ParentKeyColumn).parentRow[row];
+            events.push({ resource: r, key, source: sourceOf(after, row, tables.Property, p) });
+          }
           if (r === 'Property') {
             if (old >= 0 || this.firstModified.has(key)) this.keepFirstEntry(after, key, old, row);
             if (old >= 0 && !isDead(r, old)) {
@@ -335,6 +366,16 @@ export class ChangeWriter {
     if (lookups.length > 0) {
       await runYielding(eachStep(appenders.Lookup.reserveSteps(lookups.length)));
       tables.Lookup = appenders.Lookup.append(loadBatch('Lookup', lookups, { now: this.clock }), {});
+    }
+    // the events, appended to the log in the same generation as the change
+    if (events.length > 0) {
+      let sequence = nextSequence(tables.EntityEvent);
+      const writtenAt = this.clock();
+      for (let at = 0; at < events.length; at += CHUNK_RECORDS) {
+        const records = events.slice(at, at + CHUNK_RECORDS).map((e) => eventRecord(sequence++, e, writtenAt));
+        tables.EntityEvent = appenders.EntityEvent.append(loadBatch('EntityEvent', records, { now: this.clock }));
+        await yieldToLoop();
+      }
     }
 
     if (RESOURCE_NAMES.every((r) => killed[r].size === 0 && tables[r] === store0.table(r))) {

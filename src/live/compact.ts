@@ -16,8 +16,8 @@ import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js'
 import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
 import type { StoreIndexes, StoreAccess, TableAccess } from '../access/access.js';
-import { CATALOG } from '../schema/catalog.js';
-import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
@@ -48,7 +48,7 @@ export interface Compacted {
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
  * Run every step (each does a bounded piece of work); the generator's return value is the result.
  */
-export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacted> {
+export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<Compacted> {
   const tables = {} as Record<ResourceName, Table>;
   // Property first: children link to its new rows.
   const live = (t: TableAccess): Uint32Array => {
@@ -80,6 +80,8 @@ export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacte
     const t = store.table(r);
     tables[r] = yield* gatherTableSteps(t, live(access.of(t)), null);
   }
+  // the EntityEvent log: the newest event of each record, in sequence order (DESIGN.md, "EntityEvent")
+  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, yield* keptEventSteps(store.EntityEvent, tables, retention), null);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];
@@ -103,8 +105,52 @@ export function* compactSteps(store: Store, access: StoreAccess): Steps<Compacte
 }
 
 /** Runs compaction to the end at once (snapshots of a changed engine). */
-export function compactNow(store: Store, access: StoreAccess): Compacted {
-  return runNow(compactSteps(store, access));
+export function compactNow(store: Store, access: StoreAccess, retention: LogRetention): Compacted {
+  return runNow(compactSteps(store, access, retention));
+}
+
+/** Default EngineOpenOptions.eventRetentionMs: a week. */
+export const EVENT_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/** What compaction keeps of the EntityEvent log. */
+export interface LogRetention {
+  /** How long the event of a removed record is kept after it was written, ms. */
+  readonly retentionMs: number;
+  /** The engine clock's now, epoch ms. */
+  readonly nowMs: number;
+}
+
+/**
+ * The EntityEvent rows a compaction keeps, ascending (sequence order): the newest event of each
+ * record; of a record that is gone (its newest event is its removal, or the removal of its
+ * listing), only while that event is younger than the retention window; and always the log's last
+ * event, which the next sequence number follows (so no number is given twice). `tables` holds the
+ * compacted record tables (live rows only). The log never has dead rows.
+ */
+function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table>>, retention: LogRetention): Steps<Uint32Array> {
+  const n = log.rowCount;
+  if (n === 0) return new Uint32Array(0);
+  const names = log.column('ResourceName')!;
+  const keys = log.column('ResourceRecordKey')!;
+  const written = log.columnOf(ENTITY_EVENT_TIME, 'timestamp');
+  const newest = new Map<string, number>();
+  for (let row = 0; row < n; row++) {
+    newest.set(`${String(names.json(row, 0))}\u0000${String(keys.json(row, 0))}`, row);
+    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+  }
+  const keep = newBitmap(n);
+  setBit(keep, n - 1);
+  let seen = 0;
+  for (const row of newest.values()) {
+    const resource = names.json(row, 0) as ResourceName;
+    const there = isResourceName(resource) && tables[resource] !== undefined && tables[resource].rowOfKey(String(keys.json(row, 0))) >= 0;
+    const at = written !== undefined && getBit(written.validity, row) ? written.values[row] : -Infinity;
+    if (there || retention.nowMs - at <= retention.retentionMs) setBit(keep, row);
+    if (++seen % GATHER_STEP_ROWS === 0) yield;
+  }
+  const rows: number[] = [];
+  for (let row = 0; row < n; row++) if (getBit(keep, row)) rows.push(row);
+  return Uint32Array.from(rows);
 }
 
 interface ParentLinkMap {

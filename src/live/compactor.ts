@@ -10,7 +10,7 @@ import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { runYielding } from '../util/steps.js';
 import type { ChangeWriter } from './change.js';
-import { compactNow, compactSteps, worthCompacting, type Compacted } from './compact.js';
+import { compactNow, compactSteps, EVENT_RETENTION_MS, worthCompacting, type Compacted, type LogRetention } from './compact.js';
 import type { Generations } from './generations.js';
 
 /** Default EngineOpenOptions.compactFraction. */
@@ -28,6 +28,8 @@ export class Compactor {
     private readonly generations: Generations,
     private readonly writer: ChangeWriter,
     private readonly fraction: number | false = COMPACT_FRACTION,
+    /** The EntityEvent log's retention (EVENT_RETENTION_MS) and the engine's clock. */
+    private readonly log: { readonly retentionMs: number; readonly clock: () => number } = { retentionMs: EVENT_RETENTION_MS, clock: () => Date.now() },
   ) {
     this.setBase(generations.current);
   }
@@ -35,7 +37,7 @@ export class Compactor {
   /** The data of `gen` with indexes that cover exactly its rows: as they are for the base, else compacted now (synchronously). */
   compactedImage(gen: Generation): Compacted {
     if (gen.id === this.baseId) return { store: gen.store, indexes: gen.access.base };
-    return compactNow(gen.store, gen.access);
+    return compactNow(gen.store, gen.access, this.retention());
   }
 
   /**
@@ -46,7 +48,7 @@ export class Compactor {
     return this.writer.exclusive(async () => {
       const g = this.generations.current;
       if (g.id === this.baseId) return;
-      const { store, indexes } = await runYielding(compactSteps(g.store, g.access));
+      const { store, indexes } = await runYielding(compactSteps(g.store, g.access, this.retention()));
       const compacted: Generation = { id: this.generations.nextId(), store, access: new StoreAccess(store, indexes) };
       this.writer.rebase();
       this.setBase(compacted);
@@ -68,6 +70,10 @@ export class Compactor {
         process.emitWarning(`reso-engine: compaction failed, the engine keeps its uncompacted data (${e instanceof Error ? e.message : String(e)})`);
       },
     );
+  }
+
+  private retention(): LogRetention {
+    return { retentionMs: this.log.retentionMs, nowMs: this.log.clock() };
   }
 
   private setBase(g: Generation): void {

@@ -1,13 +1,14 @@
 /**
  * Visibility, written once: which rows of a generation a caller sees. A row is visible when it is
  * live in the generation (not replaced or removed) and, for a caller limited to some sources, its
- * OriginatingSystemName (a listing's, a Member's, an Office's; a child's: its listing's) is one of them. A child (Media, OpenHouse, PropertyChange) is
+ * OriginatingSystemName (a listing's, a Member's, an Office's, an EntityEvent's: the source of the
+ * record it names, kept on the event; a child's: its listing's) is one of them. A child (Media, OpenHouse, PropertyChange) is
  * visible through its listing's live version: its link may point at a replaced version of the
  * listing, whose newest live row then decides. Lookup rows (values, no listing data) are visible to
  * every caller. Queries, changes and the service all use this.
  */
 import type { Generation } from '../access/generation.js';
-import { CATALOG } from '../schema/catalog.js';
+import { CATALOG, entityEventKey } from '../schema/catalog.js';
 import type { ResourceName, RosterResourceName } from '../schema/types.js';
 import { ParentKeyColumn } from '../store/columns.js';
 import type { Table } from '../store/table.js';
@@ -83,10 +84,14 @@ export function rowVisibility(gen: Generation, table: Table, sources: readonly s
   };
 }
 
-/** The live row of the record with this key, or -1. */
+/**
+ * The live row of the record with this key, or -1. EntityEvent's key is its EntityEventSequence
+ * in decimal (`'42'`), found through the table's storage key.
+ */
 export function liveRowOf(gen: Generation, resource: ResourceName, key: string): number {
   const table = gen.store.table(resource);
-  const row = table.rowOfKey(key);
+  if (resource === 'EntityEvent' && !/^[1-9][0-9]{0,15}$/.test(key)) return -1;
+  const row = table.rowOfKey(resource === 'EntityEvent' ? entityEventKey(Number(key)) : key);
   return row >= 0 && !gen.access.of(table).isDead(row) ? row : -1;
 }
 

@@ -31,7 +31,8 @@ import { QueryError } from '../errors.js';
 import type { CompareOperator, Expr, LiteralExpr, OrderByItem, SelectItem, Span } from '../odata/ast.js';
 import { isSearchField, SEARCH_FIELDS } from '../schema/search-fields.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import type { EdmType, FieldDef } from '../schema/types.js';
+import { isHiddenField, type EdmType, type FieldDef } from '../schema/types.js';
+import { odataKeyOf } from '../schema/catalog.js';
 import type { Bound, Value, ValueType } from './bound.js';
 
 export interface BindContext {
@@ -104,7 +105,7 @@ class Binder {
       this.fail('SearchFieldNotAllowed', `${name} is a search field: use it only as search.text(${name}, '...').`, node);
     }
     const f = this.ctx.schema.field(name);
-    if (!f) this.fail('UnknownField', `${this.ctx.schema.resource} has no field '${name}'.`, node);
+    if (!f || isHiddenField(f)) this.fail('UnknownField', `${this.ctx.schema.resource} has no field '${name}'.`, node);
     return f;
   }
 
@@ -497,7 +498,9 @@ export function bindOrderBy(items: readonly OrderByItem[], ctx: BindContext, sea
 /** The selected fields in schema order, or null for all fields. */
 export function bindSelect(items: readonly SelectItem[], ctx: BindContext): FieldDef[] | null {
   const binder = new Binder(ctx);
-  if (items.some((i) => i.kind === 'star')) return null;
+  // a schema with hidden fields (EntityEvent's storage key) never selects all of them
+  const hidden = ctx.schema.fields.some(isHiddenField);
+  if (items.some((i) => i.kind === 'star')) return hidden ? ctx.schema.fields.filter((f) => !isHiddenField(f)) : null;
   const names = new Set<string>();
   for (const item of items) {
     if (item.kind !== 'property') continue;
@@ -505,6 +508,6 @@ export function bindSelect(items: readonly SelectItem[], ctx: BindContext): Fiel
     if (!f.selectable) binder.fail('NotSelectable', `${f.name} cannot be selected.`, item);
     names.add(f.name);
   }
-  names.add(ctx.schema.key);
+  names.add(odataKeyOf(ctx.schema.resource));
   return ctx.schema.fields.filter((f) => names.has(f.name));
 }

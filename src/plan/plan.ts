@@ -16,8 +16,8 @@ import type { BoundExpansion, ExpansionName } from './bind-expand.js';
 import type { Bound } from './bound.js';
 import type { ChildResourceName } from '../schema/types.js';
 
-export type QueryResource = 'Property' | 'Media' | 'OpenHouse' | 'Member' | 'Office' | 'Lookup';
-export const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup'];
+export type QueryResource = 'Property' | 'Media' | 'OpenHouse' | 'Member' | 'Office' | 'Lookup' | 'EntityEvent';
+export const QUERY_RESOURCES: readonly QueryResource[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup', 'EntityEvent'];
 
 export type SearchNode = Extract<Bound, { kind: 'search' }>;
 export type GeoNode = Extract<Bound, { kind: 'geo' }>;

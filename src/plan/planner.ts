@@ -43,6 +43,7 @@ export const TOP_LIMITS: Readonly<Record<QueryResource, number>> = {
   Member: 50_000,
   Office: 50_000,
   Lookup: 50_000,
+  EntityEvent: 50_000,
 };
 
 /**
@@ -157,7 +158,8 @@ function planParsed({ resource: queried, maxPageSize, countOnly }: PlanRequest, 
   const order = parsed.orderby && !grouping ? bindOrderBy(parsed.orderby, ctx('$orderby'), applied?.searchCount ?? bound?.searchCount ?? 0) : [];
   // $select may name navigation properties: the records then carry their navigation links
   const navigation = (item: SelectItem): boolean => item.kind === 'property' && resource === 'Property' && Object.hasOwn(EXPANSIONS, item.name);
-  const selectItems = parsed.select && !grouping ? parsed.select : null;
+  // without $select every field but hidden ones (EntityEvent's storage key): bindSelect decides
+  const selectItems: readonly SelectItem[] | null = grouping ? null : (parsed.select ?? [{ kind: 'star' }]);
   const links = [...new Set(selectItems?.filter(navigation).map((i) => (i as SelectProperty).name) ?? [])];
   const select = selectItems
     ? (bindSelect(

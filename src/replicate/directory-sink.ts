@@ -39,7 +39,7 @@ import type { JsonRecord } from '../generate/listing.js';
 import { syncDirectory } from '../snapshot/file.js';
 import { DataError } from '../store/errors.js';
 import { loadDataDirectory } from '../store/load.js';
-import { DATA_RESOURCES } from '../schema/types.js';
+import { RECORD_RESOURCES } from '../schema/types.js';
 import { ReplicationError } from './errors.js';
 import {
   keyOf,
@@ -309,7 +309,7 @@ export class DirectorySink implements ReplicationSink {
     let data = false;
     for (const name of names) {
       const m = /^(\w+)\.(jsonl|json)(\.gz)?$/.exec(name);
-      if (m === null || !(DATA_RESOURCES as readonly string[]).includes(m[1])) continue;
+      if (m === null || !(RECORD_RESOURCES as readonly string[]).includes(m[1])) continue;
       if (!(REPLICATED_RESOURCES as readonly string[]).includes(m[1]) || m[2] !== 'jsonl' || m[3] !== undefined) {
         throw new ReplicationError(
           'TargetNotReplica',

@@ -48,6 +48,8 @@ export interface FieldInit {
   readonly freeText?: boolean;
   readonly filterable?: boolean;
   readonly sortable?: boolean;
+  /** Storage only (see isHiddenField): not selectable, filterable or sortable. */
+  readonly hidden?: boolean;
 }
 
 export function makeField(init: FieldInit): FieldDef {
@@ -60,9 +62,9 @@ export function makeField(init: FieldInit): FieldDef {
     lookup: init.lookup ?? null,
     origin: init.origin,
     key: init.key ?? false,
-    selectable: true,
-    filterable: init.filterable ?? true,
-    sortable: init.sortable ?? (!collection && !point),
+    selectable: init.hidden !== true,
+    filterable: init.hidden !== true && (init.filterable ?? true),
+    sortable: init.hidden !== true && (init.sortable ?? (!collection && !point)),
     searchFields: Object.freeze(searchFieldsBySource.get(init.name) ?? []),
     freeText: init.freeText ?? (init.key === true || FREE_TEXT.has(init.name)),
   });
@@ -115,6 +117,40 @@ const PROPERTY_CHANGE_FIELDS: readonly FieldDef[] = [
   makeField({ name: 'PropertyChangeKey', type: 'Edm.String', origin: 'service', key: true }),
 ];
 
+/** EntityEvent's storage key: the sequence as 16 zero-padded digits, so key order is sequence order. */
+export const ENTITY_EVENT_KEY = 'service_EntityEventKey';
+
+/** When an event was written (hidden: compaction's retention window reads it; RCP-27 has no such field). */
+export const ENTITY_EVENT_TIME = 'service_EntityEventTimestamp';
+
+/** The key text of an event sequence number (ENTITY_EVENT_KEY). */
+export function entityEventKey(sequence: number): string {
+  return String(sequence).padStart(16, '0');
+}
+
+/**
+ * EntityEvent (RESO RCP-27; DD 2.0 names and types): the key EntityEventSequence, the record's
+ * ResourceName and ResourceRecordKey, and ResourceRecordUrl (the record's path from the service
+ * root). OriginatingSystemName, the source of the record named (a child's: its listing's), is
+ * what visibility reads; it stays on the event when the record is gone. The table's own key is a
+ * hidden text field (a Table's key is text), in the same order as the sequence; a hidden timestamp
+ * says when the event was written.
+ */
+const ENTITY_EVENT_FIELDS: readonly FieldDef[] = [
+  makeField({ name: 'EntityEventSequence', type: 'Edm.Int64', origin: 'reso' }),
+  makeField({ name: 'ResourceName', type: 'Edm.String', origin: 'reso' }),
+  makeField({ name: 'ResourceRecordKey', type: 'Edm.String', origin: 'reso' }),
+  makeField({ name: 'ResourceRecordUrl', type: 'Edm.String', origin: 'reso', freeText: true }),
+  makeField({ name: 'OriginatingSystemName', type: 'Edm.String', origin: 'service' }),
+  makeField({ name: ENTITY_EVENT_KEY, type: 'Edm.String', origin: 'service', key: true, hidden: true }),
+  makeField({ name: ENTITY_EVENT_TIME, type: 'Edm.DateTimeOffset', origin: 'service', hidden: true }),
+];
+
+/** The key an OData client sees (`$metadata` Key, always selected): the table's key, but EntityEvent's EntityEventSequence. */
+export function odataKeyOf(resource: ResourceName): string {
+  return resource === 'EntityEvent' ? 'EntityEventSequence' : CATALOG[resource].key;
+}
+
 function resource(name: ResourceName, key: string, fields: FieldDef[], parent: ParentLink | null, childOrder: OrderKey[]): ResourceDef {
   const sorted = [...fields].sort((a, b) => compareOrdinal(a.name, b.name));
   const byName = new Map(sorted.map((f) => [f.name, f]));
@@ -151,6 +187,7 @@ export const CATALOG: Readonly<Record<ResourceName, ResourceDef>> = Object.freez
   Office: resource('Office', 'OfficeKey', ddFields(DD_FIELDS.Office, 'OfficeKey'), null, []),
   // derived by the engine from the other tables' lookup values (src/store/lookups.ts)
   Lookup: resource('Lookup', 'LookupKey', ddFields(DD_FIELDS.Lookup, 'LookupKey'), null, []),
+  EntityEvent: resource('EntityEvent', ENTITY_EVENT_KEY, [...ENTITY_EVENT_FIELDS], null, []),
 });
 
 /** A single-valued navigation property of Property: the listing field holding the target's key. */

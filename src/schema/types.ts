@@ -4,14 +4,22 @@
  */
 import type { SearchFieldName } from './search-fields.js';
 
-export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'] as const;
+export const RESOURCE_NAMES = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup', 'EntityEvent'] as const;
 export type ResourceName = (typeof RESOURCE_NAMES)[number];
 /**
- * Resources whose records a data set holds and changes write: every resource but Lookup, whose
- * rows the engine derives from these (src/store/lookups.ts) and which no one loads or writes.
+ * The resources whose records a data set holds and changes write: every table but the two the
+ * engine writes itself, Lookup (the lookup values the records carry, src/store/lookups.ts) and
+ * EntityEvent (one event per record loaded, upserted or removed).
  */
-export type DataResourceName = Exclude<ResourceName, 'Lookup'>;
-export const DATA_RESOURCES: readonly DataResourceName[] = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'];
+export type RecordResourceName = Exclude<ResourceName, 'Lookup' | 'EntityEvent'>;
+export const RECORD_RESOURCES: readonly RecordResourceName[] = ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office'];
+/**
+ * The resources EntityEvent logs (DESIGN.md, "EntityEvent"): the ones with an entity set, whose
+ * records a consumer can fetch by the event's ResourceRecordUrl. PropertyChange (contained in its
+ * listing, no entity set) is not.
+ */
+export type EventSourcedName = 'Property' | 'Media' | 'OpenHouse' | 'Member' | 'Office';
+export const EVENT_SOURCED: readonly EventSourcedName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office'];
 /** Resources whose records belong to one listing (grouped by it, removed with it). */
 export type ChildResourceName = 'Media' | 'OpenHouse' | 'PropertyChange';
 export const CHILD_RESOURCES: readonly ChildResourceName[] = ['Media', 'OpenHouse', 'PropertyChange'];
@@ -24,6 +32,19 @@ export const ROSTER_RESOURCES: readonly RosterResourceName[] = ['Member', 'Offic
 
 export function isResourceName(name: string): name is ResourceName {
   return (RESOURCE_NAMES as readonly string[]).includes(name);
+}
+
+/** Whether records of this name can be given to a load or a change (every resource but EntityEvent). */
+export function isRecordResource(name: string): name is RecordResourceName {
+  return (RECORD_RESOURCES as readonly string[]).includes(name);
+}
+
+/**
+ * A field only the storage sees (EntityEvent's text key): not selectable, filterable or sortable,
+ * left out of records, $metadata and binding (a query naming it meets UnknownField).
+ */
+export function isHiddenField(f: Pick<FieldDef, 'selectable' | 'filterable' | 'sortable'>): boolean {
+  return !f.selectable && !f.filterable && !f.sortable;
 }
 
 /** Element types a field can have (a collection's type is its element type plus `collection`). */

@@ -7,15 +7,15 @@
  * data carries it), and entity sets for the top-level resources (Lookup among them). Search fields exist only inside search.text and are not declared.
  */
 import type { TableSchema } from '../schema/table-schema.js';
-import { PROPERTY_REFERENCES } from '../schema/catalog.js';
+import { CATALOG, odataKeyOf, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { lookupNameOf } from '../schema/lookups.js';
-import type { FieldDef, ResourceName } from '../schema/types.js';
+import { isHiddenField, type FieldDef, type ResourceName } from '../schema/types.js';
 
 export const NAMESPACE = 'org.reso.metadata';
 /** The RESO annotation term for string lookups, declared in its own schema so the document stands alone. */
 const LOOKUP_TERM_NAMESPACE = 'RESO.OData.Metadata';
 
-const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup'];
+const TOP_LEVEL: readonly ResourceName[] = ['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup', 'EntityEvent'];
 /** Property's navigation properties; `key`: a single-valued one's key field on Property (null: a collection). */
 const NAVIGATION: ReadonlyArray<{ name: string; target: ResourceName; contained: boolean; key: string | null }> = [
   { name: 'Media', target: 'Media', contained: false, key: null },
@@ -32,10 +32,10 @@ const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]{0
 const escapeXml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&apos;'));
 
-function propertyXml(f: FieldDef): string {
+function propertyXml(f: FieldDef, key: string): string {
   const type = f.collection ? `Collection(${f.type})` : f.type;
   let attrs = `Name="${escapeXml(f.name)}" Type="${type}"`;
-  if (f.key) attrs += ' Nullable="false"';
+  if (f.name === key) attrs += ' Nullable="false"';
   if (f.type === 'Edm.Decimal') attrs += ' Scale="variable"';
   if (f.type === 'Edm.GeographyPoint') attrs += ' SRID="4326"';
   // the Lookup resource lists the field's values under this same name (schema/lookups.ts)
@@ -56,11 +56,15 @@ export function metadataXml(schemaOf: (resource: ResourceName) => TableSchema, v
   line(3, '<Term Name="LookupName" Type="Edm.String" AppliesTo="Property"/>');
   line(2, '</Schema>');
   line(2, `<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="${NAMESPACE}">`);
-  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'] as const) {
+  for (const resource of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup', 'EntityEvent'] as const) {
     const schema = schemaOf(resource);
+    // the key a client sees (EntityEvent: EntityEventSequence; its storage key is hidden), declared even before the data has a value of it
+    const key = odataKeyOf(resource);
+    const keyField = schema.field(key) ?? CATALOG[resource].field(key)!;
     line(3, `<EntityType Name="${resource}">`);
-    line(4, `<Key><PropertyRef Name="${escapeXml(schema.key)}"/></Key>`);
-    for (const f of schema.fields) if (IDENTIFIER.test(f.name)) line(4, propertyXml(f));
+    line(4, `<Key><PropertyRef Name="${escapeXml(key)}"/></Key>`);
+    line(4, propertyXml(keyField, key));
+    for (const f of schema.fields) if (IDENTIFIER.test(f.name) && !isHiddenField(f) && f.name !== key) line(4, propertyXml(f, key));
     if (resource === 'Property') {
       for (const n of NAVIGATION) {
         if (n.key === null) {

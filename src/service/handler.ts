@@ -20,7 +20,7 @@ import {
 import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { RESOURCE_NAMES } from '../schema/types.js';
+import { RESOURCE_NAMES, type RecordResourceName } from '../schema/types.js';
 import { CATALOG, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
@@ -70,9 +70,9 @@ export interface HandlerOptions {
 }
 
 const DATA_PREFIX = '/v1/listings/data';
-const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup']);
-/** The collections an admin session writes: all but Lookup, which the engine derives from them. */
-type WritableResource = Exclude<QueryResource, 'Lookup'>;
+const COLLECTIONS: ReadonlySet<string> = new Set<QueryResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup', 'EntityEvent']);
+/** The collections an admin session writes: all but Lookup and EntityEvent, which the engine writes itself. */
+type WritableResource = QueryResource & RecordResourceName;
 const WRITABLE: ReadonlySet<string> = new Set<WritableResource>(['Property', 'Media', 'OpenHouse', 'Member', 'Office']);
 const READ_METHODS = 'GET, HEAD';
 /** What an admin session may do on a collection, and on one record (`Property('KEY')`, `Media('KEY')`, ...). */
@@ -481,7 +481,7 @@ export function createHandler(options: HandlerOptions): Handler {
         read(session.admin && WRITABLE.has(segment) ? COLLECTION_METHODS_ADMIN : READ_METHODS);
         return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base, version);
       }
-      const counted = /^(Property|Media|OpenHouse|Member|Office|Lookup)\/\$count$/.exec(segment);
+      const counted = /^(Property|Media|OpenHouse|Member|Office|Lookup|EntityEvent)\/\$count$/.exec(segment);
       if (counted) {
         read();
         return count(counted[1] as QueryResource, session, decodeQueryOptions(raw));

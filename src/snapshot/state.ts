@@ -59,7 +59,7 @@ import { readSnapshotFile, SnapshotError, writeSnapshotFile, type SnapshotArray,
 /** Names what wrote the meta (a container file from elsewhere is SnapshotForeign). */
 export const ENGINE_SNAPSHOT_KIND = 'reso-engine';
 /** The content format: bumped whenever what `meta` and the arrays mean changes. */
-export const ENGINE_SNAPSHOT_VERSION = 3;
+export const ENGINE_SNAPSHOT_VERSION = 4;
 
 type PointField = 'Location' | 'RawLocation';
 const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
@@ -542,6 +542,7 @@ function decodeEngine(contents: { meta: unknown; arrays: ReadonlyMap<string, Sna
   for (const r of CHILD_RESOURCES) tables[r] = decodeTable(r, tablesMeta[r], a, tables.Property, clock);
   for (const r of ROSTER_RESOURCES) tables[r] = decodeTable(r, tablesMeta[r], a, null, clock);
   tables.Lookup = decodeTable('Lookup', tablesMeta.Lookup, a, null, clock);
+  tables.EntityEvent = decodeTable('EntityEvent', tablesMeta.EntityEvent, a, null, clock);
   const listings = tables.Property.rowCount;
 
   const childrenMeta = obj(m.children, 'children');

@@ -5,7 +5,7 @@
  * row; the change writer (src/live/change.ts) appends the rows a change's new rows bring, in the
  * same generation. Rows are never removed (a value stays listed after its last record goes).
  */
-import { DATA_RESOURCES, type DataResourceName } from '../schema/types.js';
+import { RECORD_RESOURCES, type RecordResourceName } from '../schema/types.js';
 import { compareOrdinal } from '../schema/catalog.js';
 import { lookupKey, lookupNameOf, STANDARD_LOOKUP_TIMESTAMP, STANDARD_LOOKUPS } from '../schema/lookups.js';
 import { getBit } from '../util/bits.js';
@@ -40,8 +40,8 @@ interface Seen {
  * the records that brought it.
  */
 export function newLookupRecords(
-  tables: (r: DataResourceName) => Table,
-  before: (r: DataResourceName) => Table | null,
+  tables: (r: RecordResourceName) => Table,
+  before: (r: RecordResourceName) => Table | null,
   has: (key: string) => boolean,
 ): LookupRecord[] {
   const found = new Map<string, Seen>();
@@ -52,7 +52,7 @@ export function newLookupRecords(
     if (s === undefined) found.set(key, { name, value, modified });
     else if (modified < s.modified) s.modified = modified;
   };
-  for (const r of DATA_RESOURCES) {
+  for (const r of RECORD_RESOURCES) {
     const table = tables(r);
     const old = before(r);
     const from = old === null ? 0 : old.rowCount;

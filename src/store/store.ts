@@ -1,5 +1,5 @@
 /**
- * A loaded data set: the seven tables (six loaded, Lookup derived from them), each listing's children, the derived fields, the load
+ * A loaded data set: the six tables of records, the Lookup table derived from them and the EntityEvent log, each listing's children, the derived fields, the load
  * report, and the accounts and MLS profiles as parsed JSON (the service interprets them).
  */
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
@@ -95,6 +95,11 @@ export class Store {
   /** The Lookup resource (src/store/lookups.ts): every lookup value of the other tables, and the standard values of their lookups. */
   get Lookup(): Table {
     return this.tables.Lookup;
+  }
+
+  /** The EntityEvent log (one event per record loaded, upserted or removed), in sequence order. */
+  get EntityEvent(): Table {
+    return this.tables.EntityEvent;
   }
 
   table(resource: ResourceName): Table {

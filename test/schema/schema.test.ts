@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
-import { CATALOG, DERIVED_PROPERTY_FIELDS } from '../../src/schema/catalog.js';
-import { RESOURCE_NAMES, typeName, type FieldDef } from '../../src/schema/types.js';
+import { CATALOG, DERIVED_PROPERTY_FIELDS, ENTITY_EVENT_KEY, ENTITY_EVENT_TIME } from '../../src/schema/catalog.js';
+import { isHiddenField, RESOURCE_NAMES, typeName, type FieldDef } from '../../src/schema/types.js';
 import { SEARCH_FIELDS, sourceFieldsOf } from '../../src/schema/search-fields.js';
 import { annotationOf, dd, ddLookupTableText, ddTableText, type DdField } from './dd-reference.js';
 import { STANDARD_LOOKUPS } from '../../src/schema/lookups.js';
@@ -69,6 +69,12 @@ describe('schema against the RESO Data Dictionary 2.0', () => {
     expect(checked).toBeGreaterThan(650);
   });
 
+  it('declares every field of the DD EntityEvent resource (RCP-27), with EntityEventSequence its key for clients', () => {
+    const ddNames = dd.fields.filter((f) => f.resourceName === 'EntityEvent').map((f) => f.fieldName);
+    expect(ddNames.sort()).toEqual(['EntityEventSequence', 'ResourceName', 'ResourceRecordKey', 'ResourceRecordUrl']);
+    for (const name of ddNames) expect(CATALOG.EntityEvent.field(name)?.origin, name).toBe('reso');
+  });
+
   it('declares every scalar and lookup field of Property, Media and OpenHouse in the DD', () => {
     for (const resource of ['Property', 'Media', 'OpenHouse'] as const) {
       const ours = new Set(CATALOG[resource].fields.map((f) => f.name));
@@ -126,6 +132,13 @@ describe('resources', () => {
   it('marks what queries may do with each field', () => {
     for (const resource of RESOURCE_NAMES) {
       for (const f of CATALOG[resource].fields) {
+        expect(f.key).toBe(f.name === CATALOG[resource].key);
+        if (f.name === ENTITY_EVENT_KEY || f.name === ENTITY_EVENT_TIME) {
+          // EntityEvent's storage key and write time: hidden (queries meet UnknownField; EntityEventSequence is the key clients see)
+          expect([resource, isHiddenField(f)]).toEqual(['EntityEvent', true]);
+          continue;
+        }
+        expect(isHiddenField(f)).toBe(false);
         expect(f.selectable).toBe(true);
         expect(f.filterable).toBe(true);
         expect(f.sortable).toBe(!f.collection && f.type !== 'Edm.GeographyPoint');

@@ -150,6 +150,7 @@ describe('service document and $metadata', () => {
           { name: 'Member', kind: 'EntitySet', url: 'Member' },
           { name: 'Office', kind: 'EntitySet', url: 'Office' },
           { name: 'Lookup', kind: 'EntitySet', url: 'Lookup' },
+          { name: 'EntityEvent', kind: 'EntitySet', url: 'EntityEvent' },
         ],
       });
     }

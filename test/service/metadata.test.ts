@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine.js';
 import { metadataXml } from '../../src/service/edmx.js';
 import { SEARCH_FIELDS } from '../../src/schema/search-fields.js';
-import { RESOURCE_NAMES } from '../../src/schema/types.js';
+import { isHiddenField, RESOURCE_NAMES } from '../../src/schema/types.js';
+import { odataKeyOf } from '../../src/schema/catalog.js';
 import { call, defaultEngine, login, makeHandler, NOW } from './helpers.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -78,11 +79,15 @@ describe('$metadata content', () => {
     for (const resource of RESOURCE_NAMES) {
       const block = entityType(xml, resource);
       const schema = engine.store.table(resource).schema;
-      expect(block).toContain(`<Key><PropertyRef Name="${schema.key}"/></Key>`);
+      // the key clients see (EntityEvent: EntityEventSequence, its storage key hidden), first
+      const key = odataKeyOf(resource);
+      expect(block).toContain(`<Key><PropertyRef Name="${key}"/></Key>`);
       const declared = [...block.matchAll(/<Property Name="([^"]+)" Type="([^"]+)"/g)].map((m) => `${m[1]}:${m[2]}`);
-      expect(declared).toEqual(schema.fields.map((f) => `${f.name}:${f.collection ? `Collection(${f.type})` : f.type}`));
-      for (const f of schema.fields) {
-        if (f.key) expect(block).toContain(`<Property Name="${f.name}" Type="Edm.String" Nullable="false"/>`);
+      const exposed = [schema.field(key)!, ...schema.fields.filter((f) => !isHiddenField(f) && f.name !== key)];
+      expect(declared).toEqual(exposed.map((f) => `${f.name}:${f.collection ? `Collection(${f.type})` : f.type}`));
+      if (resource !== 'EntityEvent') expect(exposed).toEqual(schema.fields);
+      for (const f of exposed) {
+        if (f.name === key) expect(block).toContain(`<Property Name="${f.name}" Type="${f.type}" Nullable="false"/>`);
         if (f.lookup)
           expect(block).toMatch(
             new RegExp(`<Property Name="${f.name}" [^>]*><Annotation Term="RESO.OData.Metadata.LookupName" String="${f.lookup.split('.').pop()}"/></Property>`),
@@ -136,11 +141,21 @@ describe('$metadata content', () => {
       'CoListOffice org.reso.metadata.Office CoListOfficeKey OfficeKey',
       'CoBuyerOffice org.reso.metadata.Office CoBuyerOfficeKey OfficeKey',
     ]);
-    for (const other of ['Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup'])
+    for (const other of ['Media', 'OpenHouse', 'PropertyChange', 'Member', 'Office', 'Lookup', 'EntityEvent'])
       expect(entityType(xml, other)).not.toContain('NavigationProperty');
     expect(entityType(xml, 'Member')).toContain('<Key><PropertyRef Name="MemberKey"/></Key>');
     expect(entityType(xml, 'Office')).toContain('<Property Name="OriginatingSystemName" Type="Edm.String"/>');
-    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual(['Property', 'Media', 'OpenHouse', 'Member', 'Office', 'Lookup']);
+    expect([...xml.matchAll(/<EntitySet Name="(\w+)"/g)].map((m) => m[1])).toEqual([
+      'Property',
+      'Media',
+      'OpenHouse',
+      'Member',
+      'Office',
+      'Lookup',
+      'EntityEvent',
+    ]);
+    expect(entityType(xml, 'EntityEvent')).toContain('<Property Name="EntityEventSequence" Type="Edm.Int64" Nullable="false"/>');
+    expect(entityType(xml, 'EntityEvent')).not.toContain('service_EntityEventKey');
     expect(xml).toContain('<NavigationPropertyBinding Path="PreferredMedia" Target="Media"/>');
     expect(xml).toContain('<NavigationPropertyBinding Path="ListAgent" Target="Member"/>');
     expect(xml).toContain('<NavigationPropertyBinding Path="CoBuyerOffice" Target="Office"/>');

@@ -50,9 +50,9 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(bodies).toHaveLength(13);
+    expect(bodies).toHaveLength(14);
     for (const b of bodies) expect(b.error).toBeUndefined();
-    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, counted, photo, lookups] = bodies;
+    const [resources, profiles, search, geo, expanded, grouped, one, paged, navigated, agents, counted, photo, lookups, events] = bodies;
     expect(resources.resources.listings.map((l: { originating_system_name: string }) => l.originating_system_name)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(Object.keys(profiles.profiles)).toEqual(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']);
     expect(search['@odata.count']).toBeGreaterThan(5);
@@ -106,5 +106,14 @@ describe.skipIf(skipReason !== null)(`the README curl walk-through${skipReason ?
       },
       { LookupKey: expect.any(String), LegacyODataValue: 'Canceled', LookupValue: 'Canceled', StandardLookupValue: 'Canceled' },
     ]);
+    expect(events['@odata.context']).toBe(`${server.url}/v1/listings/data/$metadata#EntityEvent`);
+    expect(events.value).toHaveLength(3);
+    const sequences = events.value.map((e: { EntityEventSequence: number }) => e.EntityEventSequence);
+    expect(sequences[0]).toBeGreaterThan(2000);
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+    for (const e of events.value) {
+      expect(Object.keys(e)).toEqual(['EntityEventSequence', 'OriginatingSystemName', 'ResourceName', 'ResourceRecordKey', 'ResourceRecordUrl']);
+      expect(['CRMLS', 'NWMLS', 'ARMLS', 'HAR']).toContain(e.OriginatingSystemName);
+    }
   });
 });

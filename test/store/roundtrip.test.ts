@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateDataset, generateListings, generateRoster } from '../../src/generate/dataset.js';
 import type { GeneratedListing, GeneratedRoster } from '../../src/generate/listing.js';
-import { DATA_RESOURCES, RESOURCE_NAMES, type DataResourceName } from '../../src/schema/types.js';
+import { RECORD_RESOURCES, RESOURCE_NAMES, type RecordResourceName } from '../../src/schema/types.js';
 import { loadDataDirectory, loadRecords } from '../../src/store/load.js';
 import type { ChildIndex } from '../../src/store/children.js';
 import type { Store } from '../../src/store/store.js';
@@ -48,7 +48,7 @@ function roundTripProblems(table: Table, inputs: readonly Rec[]): string[] {
   return problems;
 }
 
-function inputsOf(listings: readonly GeneratedListing[], roster: GeneratedRoster): Record<DataResourceName, Rec[]> {
+function inputsOf(listings: readonly GeneratedListing[], roster: GeneratedRoster): Record<RecordResourceName, Rec[]> {
   return {
     Property: listings.map((l) => l.property),
     Media: listings.flatMap((l) => l.media),
@@ -90,7 +90,7 @@ describe('round trip', () => {
     expect(store.Office.rowCount).toBeGreaterThan(0);
     expect(store.Media.rowCount).toBeGreaterThan(N * 10);
     expect(store.OpenHouse.rowCount).toBeGreaterThan(0);
-    for (const r of DATA_RESOURCES) expect(roundTripProblems(store.table(r), inputs[r])).toEqual([]);
+    for (const r of RECORD_RESOURCES) expect(roundTripProblems(store.table(r), inputs[r])).toEqual([]);
     expect(store.report.skipped.total).toBe(0);
     expect(store.report.localFields).toEqual([]);
   });
@@ -98,7 +98,7 @@ describe('round trip', () => {
   it('gives back every record of fixtures/default exactly', async () => {
     const fixture = path.join(root, 'fixtures/default');
     const loaded = await loadDataDirectory(fixture);
-    for (const r of DATA_RESOURCES) {
+    for (const r of RECORD_RESOURCES) {
       expect(roundTripProblems(loaded.table(r), readJsonl(path.join(fixture, `${r}.jsonl`)))).toEqual([]);
     }
     expect(loaded.Property.rowCount).toBe(2000);
