@@ -21,7 +21,7 @@ import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName } from '../schema/types.js';
-import { CATALOG, PROPERTY_REFERENCES } from '../schema/catalog.js';
+import { CATALOG, odataKeyOf, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
 import { Accounts } from './accounts.js';
@@ -496,7 +496,7 @@ export function createHandler(options: HandlerOptions): Handler {
         read();
         return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base, version);
       }
-      const keyed = /^(Property|Media|OpenHouse|Member|Office|Lookup)\((.*)\)$/s.exec(segment);
+      const keyed = /^(Property|Media|OpenHouse|Member|Office|Lookup|EntityEvent)\((.*)\)$/s.exec(segment);
       if (keyed) {
         const resource = keyed[1] as QueryResource;
         const writable = session.admin && WRITABLE.has(resource);
@@ -571,29 +571,33 @@ function negotiate(request: Request): Negotiated {
  * name is a 400 `UnknownKeyProperty`, anything else that is not a key a 400 `InvalidKey`.
  */
 function parseKey(resource: QueryResource, literal: string): string {
-  const keyName = CATALOG[resource].key;
+  // the key a client sees (EntityEvent: its EntityEventSequence, an Int64 literal; the rest: a string)
+  const keyName = odataKeyOf(resource);
+  const numeric = resource === 'EntityEvent';
+  const example = numeric ? '42' : "'KEY'";
   const name = /^([\p{L}_][\p{L}\p{N}_]*)=/u.exec(literal)?.[1];
   if (name !== undefined && name !== keyName) {
     throw new ServiceError(
       'UnknownKeyProperty',
-      `${resource}'s key is ${keyName}, not '${name.slice(0, 80)}': write ${resource}('KEY') or ${resource}(${keyName}='KEY').`,
+      `${resource}'s key is ${keyName}, not '${name.slice(0, 80)}': write ${resource}(${example}) or ${resource}(${keyName}=${example}).`,
     );
   }
   const text = name !== undefined ? literal.slice(name.length + 1) : literal;
-  if (text.length >= 2 && text.startsWith("'") && text.endsWith("'")) {
+  if (numeric && /^[0-9]{1,19}$/.test(text)) return String(BigInt(text));
+  if (!numeric && text.length >= 2 && text.startsWith("'") && text.endsWith("'")) {
     const inner = text.slice(1, -1);
     if (!inner.replace(/''/g, '').includes("'")) return inner.replace(/''/g, "'");
   }
   throw new ServiceError(
     'InvalidKey',
-    `${resource}(${literal.slice(0, 80)}) is not a key: write ${resource}('KEY') or ${resource}(${keyName}='KEY'), doubling any quote inside the key.`,
+    `${resource}(${literal.slice(0, 80)}) is not a key: write ${resource}(${example}) or ${resource}(${keyName}=${example})${numeric ? ', a whole number' : ', doubling any quote inside the key'}.`,
   );
 }
 
 /** The 404 of a key no live record visible to the account has (the same whether it exists elsewhere or not). */
 function notFoundOf(resource: QueryResource, key: string): ServiceError {
   const what = resource === 'Property' ? 'listing' : `${resource} record`;
-  return new ServiceError('EntityNotFound', `No ${what} with ${CATALOG[resource].key} '${key}' is visible to this account.`);
+  return new ServiceError('EntityNotFound', `No ${what} with ${odataKeyOf(resource)} '${key}' is visible to this account.`);
 }
 
 /** The media type of a request's Content-Type, lower-cased, without parameters ('' when absent). */

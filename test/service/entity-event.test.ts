@@ -141,3 +141,29 @@ describe('GET /v1/listings/data/EntityEvent', () => {
     expect(w.engine.generation).toBe(0);
   });
 });
+
+describe('EntityEvent by key', () => {
+  it('EntityEvent(N) and EntityEvent(EntityEventSequence=N) answer the event its source sees; others are 404s, bad keys 400s, no deletes', async () => {
+    const w = await world();
+    const events = fileEvents();
+    // events are numbered from 1 in load order: the files say which record each names
+    const firstOf = (pred: (e: { source: string | null }) => boolean): number => events.findIndex(pred) + 1;
+    const partnerOnly = firstOf((e) => e.source !== null && PARTNER_SOURCES.includes(e.source) && !DEMO_SOURCES.includes(e.source));
+    const demoOnly = firstOf((e) => e.source !== null && DEMO_SOURCES.includes(e.source) && !PARTNER_SOURCES.includes(e.source));
+    expect(partnerOnly).toBeGreaterThan(0);
+    expect(demoOnly).toBeGreaterThan(0);
+    for (const form of [`EntityEvent(${demoOnly})`, `EntityEvent(EntityEventSequence=${demoOnly})`, `EntityEvent(00${demoOnly})`]) {
+      const c = await call(w.handler, `${DATA}/${form}`, { token: w.demo });
+      expect(c.status, c.text).toBe(200);
+      const e = events[demoOnly - 1];
+      expect(c.json).toMatchObject({ EntityEventSequence: demoOnly, ResourceName: e.resource, ResourceRecordKey: e.key, OriginatingSystemName: e.source });
+      expect(c.json['@odata.context']).toMatch(/\$metadata#EntityEvent\/\$entity$/);
+    }
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent(${partnerOnly})`, { token: w.demo }), 404, 'EntityNotFound');
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent(${events.length + 1})`, { token: w.demo }), 404, 'EntityNotFound');
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent('${demoOnly}')`, { token: w.demo }), 400, 'InvalidKey');
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent(-1)`, { token: w.demo }), 400, 'InvalidKey');
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent(ResourceRecordKey='x')`, { token: w.demo }), 400, 'UnknownKeyProperty');
+    expectErrorShape(await call(w.handler, `${DATA}/EntityEvent(${demoOnly})`, { token: w.admin, method: 'DELETE' }), 405, 'MethodNotAllowed');
+  });
+});
