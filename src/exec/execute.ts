@@ -21,7 +21,7 @@ import { rankSearch } from '../search/ranked.js';
 import type { JsonValue } from '../store/columns.js';
 import type { Table } from '../store/table.js';
 import { getBit } from '../util/bits.js';
-import { runApply } from './aggregate.js';
+import { runApply, type ApplyResult } from './aggregate.js';
 import { compile, type Evaluator } from './compile.js';
 import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
@@ -90,14 +90,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
   if (plan.access.kind === 'children') {
     const children = new NavigationRows(plan, plan.access, gen, visible, nowMs);
     if (plan.grouping) {
-      const groups = runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
-      return respond(
-        plan,
-        ctx,
-        groups.order,
-        () => groups.count,
-        (g) => groups.record(g),
-      );
+      return respondGroups(plan, ctx, runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
     }
     return respond(
       plan,
@@ -169,14 +162,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
 
   const strategy = plan.strategy;
   if (plan.grouping) {
-    const groups = runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
-    return respond(
-      plan,
-      ctx,
-      groups.order,
-      () => groups.count,
-      (g) => groups.record(g),
-    );
+    return respondGroups(plan, ctx, runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
   }
   let ordered: Uint32Array;
   let count: number | undefined;
@@ -231,4 +217,15 @@ export function executeRecord(
 ): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
   return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf, ctx.base);
+}
+
+/** The response of $apply's groups (in their order, counted, each a record). */
+function respondGroups(plan: Plan, ctx: ExecContext, groups: ApplyResult): QueryResult {
+  return respond(
+    plan,
+    ctx,
+    groups.order,
+    () => groups.count,
+    (g) => groups.record(g),
+  );
 }

@@ -12,7 +12,7 @@ import { QueryError } from '../errors.js';
 import type { AggregateItem, AggregateMethod, ApplyTransformation, Expr, OrderByItem, ParsedQuery, SelectItem } from '../odata/ast.js';
 import { isSearchField } from '../schema/search-fields.js';
 import type { FieldDef } from '../schema/types.js';
-import { bindFilter, valueTypeOf, type BindContext, type BoundFilter } from './bind.js';
+import { bindFilter, TYPE_WORDS, valueTypeOf, type BindContext, type BoundFilter } from './bind.js';
 import type { Bound, ValueType } from './bound.js';
 
 export type AggregateOp = 'count' | 'sum' | 'average' | 'min' | 'max' | 'countdistinct' | 'percentile';
@@ -66,17 +66,6 @@ const METHOD_TYPES: Record<Exclude<AggregateOp, 'count'>, readonly ValueType[]> 
   min: [...ORDERED, 'string'],
   max: [...ORDERED, 'string'],
   countdistinct: [...ORDERED, 'string', 'boolean'],
-};
-
-const TYPE_WORDS: Record<ValueType, string> = {
-  string: 'a string',
-  integer: 'an integer',
-  decimal: 'a number',
-  boolean: 'a boolean',
-  date: 'a date',
-  dateTimeOffset: 'a timestamp',
-  point: 'a geography point',
-  null: 'null',
 };
 
 const ACCEPTS: Record<Exclude<AggregateOp, 'count'>, string> = {

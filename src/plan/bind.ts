@@ -81,7 +81,8 @@ export function comparable(a: ValueType, b: ValueType): boolean {
   return a === b && a !== 'point';
 }
 
-const TYPE_WORDS: Record<ValueType, string> = {
+/** How messages name a value type ('a number', 'a timestamp', ...). */
+export const TYPE_WORDS: Record<ValueType, string> = {
   string: 'a string',
   integer: 'an integer',
   decimal: 'a number',

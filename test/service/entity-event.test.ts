@@ -5,21 +5,15 @@
  * the accounts of that source only, paging by nextLink, and coded errors (the storage key is no
  * field, the log is not writable).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_DATA_DIR, Engine } from '../../src/engine.js';
+import { Engine } from '../../src/engine.js';
 import { hashPassword } from '../../src/generate/dataset.js';
 import { createHandler } from '../../src/service/handler.js';
-import { call, DEMO_SOURCES, expectErrorShape, login, NOW, PARTNER_SOURCES, q, quickAccounts, TestClock } from './helpers.js';
+import { call, DEMO_SOURCES, expectErrorShape, login, NOW, PARTNER_SOURCES, q, quickAccounts, TestClock, readDefaultFile } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 const DATA = '/v1/listings/data';
-const read = (file: string): Rec[] =>
-  readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Rec);
+const read = readDefaultFile;
 
 /** Every record's event (resource, key, source) as the files say, in load order. */
 function fileEvents(): Array<{ resource: string; key: string; source: string | null }> {

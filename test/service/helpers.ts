@@ -4,9 +4,10 @@
  * the handler in-process with standard `Request` objects.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine } from '../../src/engine.js';
+import { DEFAULT_DATA_DIR, Engine } from '../../src/engine.js';
 import { hashPassword } from '../../src/generate/dataset.js';
 import { createHandler, type Handler, type HandlerOptions } from '../../src/service/handler.js';
 
@@ -158,4 +159,12 @@ export async function startServe(args: string[], listings = '2,000'): Promise<Se
     if (child.exitCode === null) child.kill('SIGKILL');
     throw e;
   }
+}
+
+/** The records of one file of the default data set (`Property.jsonl`, `Member.jsonl`, ...), as parsed. */
+export function readDefaultFile(file: string): Array<Record<string, unknown>> {
+  return readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }

@@ -6,20 +6,14 @@
  * sees). Checked against the Member and Office files themselves, for an account limited to some
  * sources; an invisible listing is a 404 EntityNotFound, other names are coded errors.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_DATA_DIR, type Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/engine.js';
 import { QueryError } from '../../src/errors.js';
 import type { Handler } from '../../src/service/handler.js';
-import { BASE, call, defaultEngine, DEMO_SOURCES, expectErrorShape, login, makeHandler, PARTNER_SOURCES } from './helpers.js';
+import { BASE, call, defaultEngine, DEMO_SOURCES, expectErrorShape, login, makeHandler, PARTNER_SOURCES, readDefaultFile } from './helpers.js';
 
 type Rec = Record<string, unknown>;
-const read = (file: string): Rec[] =>
-  readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Rec);
+const read = readDefaultFile;
 const listings = read('Property.jsonl');
 const members = new Map(read('Member.jsonl').map((m) => [m.MemberKey as string, m]));
 const offices = new Map(read('Office.jsonl').map((o) => [o.OfficeKey as string, o]));

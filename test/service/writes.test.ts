@@ -3,22 +3,16 @@
  * their sources. Every test that writes gets its own engine (the default data set at the fixed
  * clock), so tests do not see each other's changes.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_DATA_DIR, Engine } from '../../src/engine.js';
+import { Engine } from '../../src/engine.js';
 import { hashPassword } from '../../src/generate/dataset.js';
 import { createHandler, type Handler, type HandlerOptions } from '../../src/service/handler.js';
 import { DEFAULT_LIMITS } from '../../src/service/request.js';
-import { call, DEMO_SOURCES, expectErrorShape, login, NOW, q, quickAccounts, TestClock, type Call } from './helpers.js';
+import { call, DEMO_SOURCES, expectErrorShape, login, NOW, q, quickAccounts, TestClock, type Call, readDefaultFile } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 const DATA = '/v1/listings/data';
-const read = (file: string): Rec[] =>
-  readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Rec);
+const read = readDefaultFile;
 const listings = read('Property.jsonl');
 const media = read('Media.jsonl');
 const openHouses = read('OpenHouse.jsonl');
