@@ -52,6 +52,7 @@ import {
   type ReplicatedResource,
   type ReplicationSink,
   type ReplicationState,
+  eventsStateOk,
 } from './sink.js';
 
 export interface DirectorySinkOptions {
@@ -415,6 +416,7 @@ function readState(file: string): ReplicationState {
   if (typeof s.from !== 'string' || (s.status !== 'running' && s.status !== 'complete') || typeof s.resources !== 'object' || s.resources === null) {
     return bad('missing from, status or resources');
   }
+  if (!eventsStateOk(s.events)) return bad('bad events entry');
   for (const [name, rs] of Object.entries(s.resources as Record<string, unknown>)) {
     const r = rs as { field?: unknown; cursor?: { timestamp?: unknown; key?: unknown } | null };
     const c = r?.cursor;

@@ -45,6 +45,7 @@ import {
   type ReplicatedResource,
   type ReplicationSink,
   type ReplicationState,
+  eventsStateOk,
 } from './sink.js';
 
 export interface EngineSinkOptions {
@@ -230,6 +231,7 @@ function readStateFile(file: string): ReplicationState {
     (state.status === 'running' || state.status === 'complete') &&
     typeof state.resources === 'object' &&
     state.resources !== null &&
+    eventsStateOk(state.events) &&
     Object.entries(state.resources).every(
       ([r, s]) => (REPLICATED_RESOURCES as readonly string[]).includes(r) && (s?.field === null || typeof s?.field === 'string') && cursorOk(s?.cursor),
     );

@@ -17,6 +17,14 @@
  * 4. Changes again, from where step 2 stopped: what changed while steps 2 and 3 ran (usually one
  *    empty page per resource). A change made during this last step waits for the next run.
  *
+ * An upstream with an EntityEvent log (declared in `$metadata`, and reso-engine's
+ * `/v1/account/resources` beside the root) makes later runs incremental: a complete run records the
+ * log's newest sequence read before its keys were listed, the record that event names and the
+ * account's sources; the next run, if the event at that sequence still names that record and the
+ * sources are the same, does step 2 and then fetches by key the records named by the events after
+ * it (upserting those returned, removing those not), with no key listing. Otherwise it is a full
+ * run as above.
+ *
  * A child whose listing the sink lacks gets its listing fetched by key first; a child whose
  * listing the upstream does not show either cannot be held (the loader would reject it) and is
  * counted as an orphan.
@@ -35,6 +43,8 @@ import {
   type Cursor,
   type ReplicatedResource,
   type ReplicationSink,
+  type EventsState,
+  type RemovedCounts,
   type ReplicationState,
   type ResourceState,
 } from './sink.js';
@@ -86,6 +96,8 @@ export interface ReplicationResult {
   readonly from: string;
   /** Whether this run continued one that had stopped before completing. */
   readonly resumed: boolean;
+  /** Whether this run read the upstream's EntityEvent log instead of listing every key. */
+  readonly incremental: boolean;
   /** HTTP requests sent, retries included. */
   readonly requests: number;
   readonly resources: Readonly<Record<ReplicatedResource, Readonly<ResourceCounts>>>;
@@ -173,6 +185,8 @@ class Replicator {
   private startedAt = '';
   private finishedAt: string | null = null;
   private status: ReplicationState['status'] = 'running';
+  /** The log position the state records: null until a run completes with one. */
+  private events: EventsState | null = null;
 
   constructor(
     private readonly upstream: Upstream,
@@ -208,32 +222,132 @@ class Replicator {
       const keep = before !== undefined && before.field === field && (field !== null || resumed);
       this.resources[r] = { field, cursor: keep ? before.cursor : null };
     }
+    // The upstream's change log, when it has one and the token's sources can be compared.
+    const logged = ['EntityEventSequence', 'ResourceName', 'ResourceRecordKey'].every((f) => types.get('EntityEvent')?.properties.has(f));
+    const account = logged ? await this.upstream.account() : null;
     this.startedAt = new Date(this.now()).toISOString();
+    if (account !== null && saved !== null && saved.status === 'complete' && (await this.logContinues(saved, account))) {
+      return this.incremental(saved.events!, account, resumed);
+    }
+    // Where the log stands before the keys are listed: what changes during this run is replayed next time.
+    const newest = account === null ? null : await this.newestEvent();
     await this.sink.commit(this.state(), false);
     try {
       for (const r of this.active()) await this.changes(r);
       for (const r of this.active()) await this.reconcile(r);
       // What changed while the passes above ran (a listing modified during the Media pass).
       for (const r of this.active()) await this.changes(r);
-      this.status = 'complete';
-      this.finishedAt = new Date(this.now()).toISOString();
-      await this.sink.commit(this.state(), true);
+      await this.complete(newest === null ? null : { ...newest, account: account! });
     } catch (err) {
-      // Keep what was applied: the state says `running` and where each pass stopped.
-      this.status = 'running';
-      this.finishedAt = null;
-      try {
-        await this.sink.commit(this.state(), true);
-      } catch {
-        // the first error is the one to report
-      }
-      throw err;
+      return this.abandon(err);
     }
     const summary = this.active()
       .map((r) => `${r} +${this.counts[r].upserted.toLocaleString('en-US')} -${this.counts[r].removed.toLocaleString('en-US')}`)
       .join(', ');
     this.progress({ phase: 'done', message: `done: ${summary} (${this.upstream.requests} requests)` });
-    return { from: this.upstream.root, resumed, requests: this.upstream.requests, resources: this.counts };
+    return { from: this.upstream.root, resumed, incremental: false, requests: this.upstream.requests, resources: this.counts };
+  }
+
+  /**
+   * Whether the saved log position can be trusted: the last run completed with a position, the
+   * account sees the same sources, every resource replicated then is replicated now, and the event
+   * at the saved sequence still names the same record (another one, or none, means the upstream's
+   * log restarted or was compacted past it).
+   */
+  private async logContinues(saved: ReplicationState, account: string): Promise<boolean> {
+    const e = saved.events;
+    if (e === undefined || e === null || e.account !== account) return false;
+    const active = this.active();
+    if (Object.keys(saved.resources).length !== active.length || active.some((r) => saved.resources[r] === undefined)) return false;
+    const event = await this.upstream.entity(`EntityEvent(${e.sequence})`);
+    return event !== null && event.ResourceName === e.resourceName && event.ResourceRecordKey === e.recordKey;
+  }
+
+  /** The newest event of the upstream's log (`$orderby=EntityEventSequence desc&$top=1`), null when it is empty. */
+  private async newestEvent(): Promise<Omit<EventsState, 'account'> | null> {
+    const page = await this.upstream.page('EntityEvent', { $orderby: 'EntityEventSequence desc', $top: '1', $select: EVENT_FIELDS }, 1);
+    return page.value.length === 0 ? null : eventOf(page.value[0], page.url, 0);
+  }
+
+  /**
+   * An incremental run by the upstream's log: the changes passes from each cursor (step 2), then
+   * the events after the saved sequence (keyset-paged by sequence), their records fetched by key per resource (listings first), those returned upserted
+   * and those not returned removed (gone, or no longer visible); then the last sequence recorded.
+   */
+  private async incremental(from: EventsState, account: string, resumed: boolean): Promise<ReplicationResult> {
+    this.events = from;
+    await this.sink.commit(this.state(), false);
+    const named = new Map<string, Set<string>>();
+    let last: Omit<EventsState, 'account'> = from;
+    try {
+      // The cursor passes still run (an empty page each when nothing changed): a record modified
+      // behind a log that restarted in step with the old one is still found by its timestamp.
+      for (const r of this.active()) await this.changes(r);
+      for (;;) {
+        const page = await this.upstream.page(
+          'EntityEvent',
+          { $filter: `EntityEventSequence gt ${last.sequence}`, $orderby: 'EntityEventSequence asc', $top: String(this.pageSize), $select: EVENT_FIELDS },
+          this.pageSize,
+        );
+        for (let i = 0; i < page.value.length; i++) {
+          const e = eventOf(page.value[i], page.url, i);
+          if (e.sequence <= last.sequence) {
+            throw new ReplicationError('BadResponse', `EntityEvent rows are not in the requested order: ${e.sequence} comes after ${last.sequence}`, {
+              url: page.url,
+            });
+          }
+          let keys = named.get(e.resourceName);
+          if (keys === undefined) named.set(e.resourceName, (keys = new Set()));
+          keys.add(e.recordKey);
+          last = e;
+        }
+        if (page.value.length === 0 || !moreAfter(page, this.pageSize)) break;
+      }
+      for (const r of this.active()) {
+        const keys = [...(named.get(r) ?? [])];
+        if (keys.length === 0) continue;
+        this.progress({ phase: 'backfill', resource: r, message: `${r}: fetching ${keys.length.toLocaleString('en-US')} changed records by key` });
+        const found = new Set<string>();
+        await this.fetchByKeys(r, keys, found);
+        const gone = keys.filter((k) => !found.has(k) && this.sink.has(r, k));
+        if (gone.length > 0) this.countRemoved(r, await this.sink.remove(r, gone));
+      }
+      await this.complete({ ...last, account });
+    } catch (err) {
+      return this.abandon(err);
+    }
+    this.progress({ phase: 'done', message: `done by the upstream's EntityEvent up to ${last.sequence} (${this.upstream.requests} requests)` });
+    return { from: this.upstream.root, resumed, incremental: true, requests: this.upstream.requests, resources: this.counts };
+  }
+
+  /** Marks the run complete at this log position and makes everything durable. */
+  private async complete(events: EventsState | null): Promise<void> {
+    this.status = 'complete';
+    this.finishedAt = new Date(this.now()).toISOString();
+    this.events = events;
+    await this.sink.commit(this.state(), true);
+  }
+
+  /** Keeps what was applied (the state says `running` and where each pass stopped) and rethrows `err`. */
+  private async abandon(err: unknown): Promise<never> {
+    this.status = 'running';
+    this.finishedAt = null;
+    try {
+      await this.sink.commit(this.state(), true);
+    } catch {
+      // the first error is the one to report
+    }
+    throw err;
+  }
+
+  private countRemoved(resource: ReplicatedResource, removed: RemovedCounts): void {
+    const parts: string[] = [];
+    for (const r of REPLICATED_RESOURCES) {
+      const n = removed[r] ?? 0;
+      this.counts[r].removed += n;
+      if (n > 0) parts.push(`${n.toLocaleString('en-US')} ${r}`);
+    }
+    this.progress({ phase: 'removed', resource, message: `${resource}: removed ${parts.join(', ')} no longer in the upstream` });
   }
 
   /** The resources this run replicates (the optional ones the upstream lacks left out). */
@@ -250,7 +364,15 @@ class Replicator {
   private state(): ReplicationState {
     const resources: Partial<Record<ReplicatedResource, ResourceState>> = {};
     for (const r of this.active()) resources[r] = { field: this.resources[r].field, cursor: this.resources[r].cursor };
-    return { version: 1, from: this.upstream.root, status: this.status, startedAt: this.startedAt, finishedAt: this.finishedAt, resources };
+    return {
+      version: 1,
+      from: this.upstream.root,
+      status: this.status,
+      startedAt: this.startedAt,
+      finishedAt: this.finishedAt,
+      resources,
+      events: this.events,
+    };
   }
 
   /** The changes since the cursor, page by page, each committed with the cursor after it. */
@@ -300,16 +422,7 @@ class Replicator {
   private async reconcile(resource: ReplicatedResource): Promise<void> {
     const listed = await this.keyPass(resource);
     const gone = this.sink.keys(resource).filter((k) => !listed.has(k));
-    if (gone.length > 0) {
-      const removed = await this.sink.remove(resource, gone);
-      const parts: string[] = [];
-      for (const r of REPLICATED_RESOURCES) {
-        const n = removed[r] ?? 0;
-        this.counts[r].removed += n;
-        if (n > 0) parts.push(`${n.toLocaleString('en-US')} ${r}`);
-      }
-      this.progress({ phase: 'removed', resource, message: `${resource}: removed ${parts.join(', ')} no longer in the upstream` });
-    }
+    if (gone.length > 0) this.countRemoved(resource, await this.sink.remove(resource, gone));
     const missing: string[] = [];
     for (const k of listed) if (!this.sink.has(resource, k)) missing.push(k);
     listed.clear();
@@ -345,8 +458,8 @@ class Replicator {
     }
   }
 
-  /** Fetches records by key (`Key in (...)`, batched) and places them; returns how many were placed. */
-  private async fetchByKeys(resource: ReplicatedResource, keys: readonly string[]): Promise<number> {
+  /** Fetches records by key (`Key in (...)`, batched) and places them; returns how many were placed. `found` collects the keys returned. */
+  private async fetchByKeys(resource: ReplicatedResource, keys: readonly string[], found?: Set<string>): Promise<number> {
     const key = keyOf(resource);
     let placed = 0;
     for (let i = 0; i < keys.length;) {
@@ -361,6 +474,7 @@ class Replicator {
         page.value.forEach((row, n) => {
           const k = keyOfRow(resource, row, page.url, n);
           if (!wanted.delete(k)) throw new ReplicationError('BadResponse', `${resource} '${k}' was not asked for`, { url: page.url });
+          found?.add(k);
         });
         this.counts[resource].pages++;
         placed += await this.place(resource, page);
@@ -459,6 +573,17 @@ function after(a: Position, b: Position): boolean {
     return a.ms > b.ms;
   }
   return a.cursor.timestamp !== b.cursor.timestamp || compareOrdinal(a.cursor.key, b.cursor.key) > 0;
+}
+
+const EVENT_FIELDS = 'EntityEventSequence,ResourceName,ResourceRecordKey';
+
+/** An EntityEvent row's sequence and the record it names, checked for shape. */
+function eventOf(row: Record<string, unknown>, url: string, i: number): Omit<EventsState, 'account'> {
+  const { EntityEventSequence: sequence, ResourceName: resourceName, ResourceRecordKey: recordKey } = row;
+  if (!Number.isSafeInteger(sequence) || typeof resourceName !== 'string' || typeof recordKey !== 'string' || recordKey === '') {
+    throw new ReplicationError('BadResponse', `EntityEvent row ${i + 1} of the page lacks a sequence, resource name or record key`, { url });
+  }
+  return { sequence: sequence as number, resourceName, recordKey };
 }
 
 const describe = (c: Cursor): string => (c.timestamp === null ? `'${c.key}'` : `${c.timestamp} '${c.key}'`);

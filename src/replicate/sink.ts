@@ -45,6 +45,34 @@ export interface ReplicationState {
   readonly startedAt: string;
   readonly finishedAt: string | null;
   readonly resources: Readonly<Partial<Record<ReplicatedResource, ResourceState>>>;
+  /** Where the upstream's EntityEvent log stood when the last complete run began; absent or null without one. */
+  readonly events?: EventsState | null;
+}
+
+/**
+ * The upstream's EntityEvent log as of the last complete run: the last sequence applied, the
+ * record its event names (re-read at the next run: another record or a 404 means the log
+ * restarted or was compacted past it), and a fingerprint of the account's sources.
+ */
+export interface EventsState {
+  readonly sequence: number;
+  readonly resourceName: string;
+  readonly recordKey: string;
+  /** `GET /v1/account/resources` answer, as text; another answer means other sources. */
+  readonly account: string;
+}
+
+/** Whether a saved state's `events` has the right shape (absent, null or an EventsState). */
+export function eventsStateOk(e: unknown): boolean {
+  if (e === undefined || e === null) return true;
+  const v = e as Partial<Record<keyof EventsState, unknown>>;
+  return (
+    typeof v === 'object' &&
+    Number.isSafeInteger(v.sequence) &&
+    typeof v.resourceName === 'string' &&
+    typeof v.recordKey === 'string' &&
+    typeof v.account === 'string'
+  );
 }
 
 /** Records removed by one `remove` call, per resource (a listing's children go with it). */

@@ -109,6 +109,38 @@ export class Upstream {
     return { url, value: value as Array<Record<string, unknown>>, more: typeof next === 'string' };
   }
 
+  /**
+   * The text of `GET /v1/account/resources` beside a reso-engine data root (the sources the token
+   * sees), or null when the root is not one or the upstream answers 404.
+   */
+  async account(): Promise<string | null> {
+    if (!this.options.root.endsWith('/v1/listings/data')) return null;
+    return this.orNull(this.get(`${this.options.root.slice(0, -'/listings/data'.length)}/account/resources`, { Accept: 'application/json' }));
+  }
+
+  /** One entity by its key path (`EntityEvent(42)`) parsed, or null for a 404. */
+  async entity(path: string): Promise<Record<string, unknown> | null> {
+    const url = `${this.options.root}/${path}`;
+    const text = await this.orNull(this.get(url, { Accept: 'application/json' }));
+    if (text === null) return null;
+    try {
+      const body = JSON.parse(text) as unknown;
+      if (typeof body === 'object' && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
+    } catch {
+      // reported below
+    }
+    throw new ReplicationError('BadResponse', "the upstream's answer is not a JSON record", { url });
+  }
+
+  private async orNull(answer: Promise<string>): Promise<string | null> {
+    try {
+      return await answer;
+    } catch (err) {
+      if (err instanceof ReplicationError && err.code === 'HttpError' && err.status === 404) return null;
+      throw err;
+    }
+  }
+
   /** `$metadata` (CSDL XML) as text. */
   metadata(): Promise<string> {
     return this.get(`${this.options.root}/$metadata`, { Accept: 'application/xml' });

@@ -243,6 +243,29 @@ describe('replicating into a running engine', () => {
   });
 });
 
+describe("an engine kept up to date by the upstream's EntityEvent", () => {
+  it('records the log position in its state file; a new sink over it runs incrementally: removals and changes, no key listing', async () => {
+    const data = dataset(120, 'engine-sink-events');
+    const upstream = await TestUpstream.open(clone(data));
+    const engine = await target();
+    const stateFile = path.join(tempDir(), 'state.json');
+    expect((await run(upstream, new EngineSink(engine, { stateFile }))).incremental).toBe(false);
+    const seq = (JSON.parse(readFileSync(stateFile, 'utf8')) as { events: { sequence: number } }).events.sequence;
+    expect(seq).toBeGreaterThan(0);
+    const listings = data.Property.filter((p) => DEMO_SOURCES.includes(p.OriginatingSystemName as string));
+    const changed: JsonRecord = { ...listings[0], PublicRemarks: 'Changed, same timestamp' };
+    await upstream.engine.upsert('Property', [changed]);
+    await upstream.engine.remove('Property', [listings[1].ListingKey as string]);
+    const next = clone(data);
+    next.Property = next.Property.map((p) => (p.ListingKey === changed.ListingKey ? changed : p));
+    dropListings(next, [listings[1].ListingKey as string]);
+    const result = await run(upstream, new EngineSink(engine, { stateFile }));
+    expect(result.incremental).toBe(true);
+    for (const r of REPLICATED_RESOURCES) expect(result.resources[r].keyPages, r).toBe(0);
+    expectReplicaOf(engine, next);
+  });
+});
+
 describe('resuming into an engine', () => {
   it('continues a run stopped by failures, in the same process, from a state file and from a saved snapshot', async () => {
     const data = dataset(200, 'engine-sink-resume');
