@@ -14,7 +14,16 @@ import { prepareSearch } from '../search/bm25.js';
 import { lookupRows } from './lookup.js';
 import { rangeOf } from './range.js';
 
+const statistics = new WeakMap<Generation, PlanStatistics>();
+
+/** The statistics of a generation, made once per generation (every query asks for them; few plan). */
 export function statisticsOf(gen: Generation): PlanStatistics {
+  let stats = statistics.get(gen);
+  if (stats === undefined) statistics.set(gen, (stats = makeStatistics(gen)));
+  return stats;
+}
+
+function makeStatistics(gen: Generation): PlanStatistics {
   const accessOf = (resource: QueryResource) => gen.access.of(gen.store.table(resource));
   return {
     schemaOf: (resource: ResourceName): TableSchema => gen.store.table(resource).schema,
