@@ -19,6 +19,7 @@ const LAYERS = [
   'live/',
   'snapshot/',
   'engine-options.ts',
+  'pg/',
   'engine.ts',
   'replicate/',
   'service/',

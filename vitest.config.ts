@@ -6,5 +6,7 @@ export default defineConfig({
     // Tests never assert on timing; the generous timeout only guards against a hang.
     testTimeout: 60_000,
     pool: 'forks',
+    // one throwaway PostgreSQL cluster for the run (skipped, saying why, without the binaries)
+    globalSetup: ['test/pg/global-setup.ts'],
   },
 });

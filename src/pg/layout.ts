@@ -1,0 +1,230 @@
+/**
+ * How a data set is laid out in PostgreSQL (DESIGN.md, "PostgreSQL backend"): one table per
+ * resource in the engine's schema (namespace, default `reso`), one column per schema field with
+ * the Data Dictionary type mapped exactly, the companion columns the engine needs, the search
+ * tokens, the term statistics and the metadata. Every identifier in SQL comes from here: table
+ * names from the fixed resource names, column names from the loaded schema's field names (checked
+ * to be plain identifiers), never from a query's text.
+ *
+ * | Edm type                  | column                       | companion                            |
+ * |---------------------------|------------------------------|--------------------------------------|
+ * | Edm.String                | text COLLATE "C"             |                                      |
+ * | Edm.Boolean               | boolean                      |                                      |
+ * | Edm.Int16 / Int32         | integer                      |                                      |
+ * | Edm.Int64                 | bigint                       |                                      |
+ * | Edm.Decimal               | numeric                      |                                      |
+ * | Edm.Double                | double precision             |                                      |
+ * | Edm.Date                  | date                         |                                      |
+ * | Edm.DateTimeOffset        | timestamptz (ms precision)   | `F#text`: the feed's text when it is not the canonical `YYYY-MM-DDTHH:MM:SS.sssZ` |
+ * | Edm.GeographyPoint        | geography(Point,4326)        |                                      |
+ * | Collection(Edm.String)    | text[] COLLATE "C" (never null: `{}`) |                             |
+ * | DaysOnMarket (derived)    | none: computed from service_DaysOnMarketReferenceTimestamp and the clock |  |
+ *
+ * Property also has, per search field S, `S#tokens` (text[]: the tokens our tokenizer makes of the
+ * row's text, address normalization applied, in order, repeats kept) and `S#length` (integer: their
+ * count). `#terms` holds per search field and term the number of live listings holding it, and
+ * `#search` per search field the live listing count N and the total token length, both kept exact
+ * by every write in its transaction. `#meta` holds the layout version, the table schemas, accounts,
+ * profiles and the load report.
+ */
+import { CATALOG } from '../schema/catalog.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
+import { TableSchema } from '../schema/table-schema.js';
+import { makeField } from '../schema/catalog.js';
+import { RESOURCE_NAMES, isIntegerType, type EdmType, type FieldDef, type ResourceName } from '../schema/types.js';
+
+/** The layout this build writes and reads. A database with another version is upgraded (src/pg/migrate.ts) or refused. */
+export const LAYOUT_VERSION = 1;
+
+export const DEFAULT_PG_SCHEMA = 'reso';
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A field name the layout can use as a column (plain identifier, at most 56 bytes so `#tokens` etc. fit in 63). */
+export function isColumnName(name: string): boolean {
+  return IDENTIFIER.test(name) && name.length <= 56;
+}
+
+/** A double-quoted identifier. Only names checked by isColumnName / checkSchemaName, or fixed names, reach it. */
+export function quote(name: string): string {
+  if (!/^[A-Za-z_#][A-Za-z0-9_#]*$/.test(name)) throw new Error(`not a layout identifier: ${JSON.stringify(name)}`);
+  return `"${name}"`;
+}
+
+/** Checks the PostgreSQL schema (namespace) name a caller gives; throws a TypeError for anything but a plain identifier. */
+export function checkSchemaName(name: string): string {
+  if (!IDENTIFIER.test(name) || name.length > 63)
+    throw new TypeError(`postgres.schema must be a plain identifier (letters, digits, _), got ${JSON.stringify(name)}`);
+  return name;
+}
+
+/** Qualified names of one layout (one PostgreSQL schema). */
+export class Layout {
+  constructor(readonly schema: string) {
+    checkSchemaName(schema);
+  }
+  /** `"reso"."Property"` */
+  table(resource: ResourceName): string {
+    return `${quote(this.schema)}.${quote(resource)}`;
+  }
+  get meta(): string {
+    return `${quote(this.schema)}.${quote('#meta')}`;
+  }
+  get terms(): string {
+    return `${quote(this.schema)}.${quote('#terms')}`;
+  }
+  get search(): string {
+    return `${quote(this.schema)}.${quote('#search')}`;
+  }
+}
+
+/** The column of a field. */
+export function column(field: Pick<FieldDef, 'name'>): string {
+  return quote(field.name);
+}
+
+/** The companion text column of a DateTimeOffset field. */
+export function textColumn(field: Pick<FieldDef, 'name'>): string {
+  return quote(`${field.name}#text`);
+}
+
+export function tokensColumn(field: SearchFieldName): string {
+  return quote(`${field}#tokens`);
+}
+
+export function lengthColumn(field: SearchFieldName): string {
+  return quote(`${field}#length`);
+}
+
+/** Whether the field is stored (DaysOnMarket is computed). */
+export function isStored(field: FieldDef): boolean {
+  return !(field.origin === 'derived' && field.name === 'DaysOnMarket');
+}
+
+/** The SQL type of a stored field. */
+export function sqlType(field: Pick<FieldDef, 'type' | 'collection'>): string {
+  if (field.collection) return 'text[] COLLATE "C"';
+  return scalarType(field.type);
+}
+
+function scalarType(type: EdmType): string {
+  switch (type) {
+    case 'Edm.String':
+      return 'text COLLATE "C"';
+    case 'Edm.Boolean':
+      return 'boolean';
+    case 'Edm.Int64':
+      return 'bigint';
+    case 'Edm.Decimal':
+      return 'numeric';
+    case 'Edm.Double':
+      return 'double precision';
+    case 'Edm.Date':
+      return 'date';
+    case 'Edm.DateTimeOffset':
+      return 'timestamptz';
+    case 'Edm.GeographyPoint':
+      return 'geography(Point,4326)';
+    default:
+      if (isIntegerType(type)) return 'integer';
+      throw new Error(`no SQL type for ${String(type)}`);
+  }
+}
+
+/** The table's columns in order, as `name type` definitions. */
+export function columnDefinitions(schema: TableSchema): string[] {
+  const out: string[] = [];
+  for (const f of schema.fields) {
+    if (!isStored(f)) continue;
+    if (!isColumnName(f.name)) throw new Error(`${schema.resource}.${f.name}: not a column name`);
+    const notNull = f.key ? ' NOT NULL' : f.collection ? " NOT NULL DEFAULT '{}'" : '';
+    out.push(`${column(f)} ${sqlType(f)}${notNull}`);
+    if (!f.collection && f.type === 'Edm.DateTimeOffset') out.push(`${textColumn(f)} text`);
+  }
+  if (schema.resource === 'Property') {
+    for (const s of SEARCH_FIELDS) out.push(`${tokensColumn(s)} text[] COLLATE "C" NOT NULL DEFAULT '{}'`, `${lengthColumn(s)} integer NOT NULL DEFAULT 0`);
+  }
+  out.push(`PRIMARY KEY (${column({ name: schema.key })})`);
+  return out;
+}
+
+/** CREATE statements of the whole layout (tables first; indexes come after the load: indexStatements). */
+export function createStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
+  const out = [
+    `CREATE SCHEMA IF NOT EXISTS ${quote(layout.schema)}`,
+    `CREATE TABLE ${layout.meta} (key text PRIMARY KEY, value jsonb NOT NULL)`,
+    `CREATE TABLE ${layout.terms} (field text NOT NULL, term text COLLATE "C" NOT NULL, df integer NOT NULL CHECK (df > 0), PRIMARY KEY (field, term))`,
+    `CREATE TABLE ${layout.search} (field text PRIMARY KEY, n bigint NOT NULL, total_length bigint NOT NULL)`,
+  ];
+  for (const r of RESOURCE_NAMES) out.push(`CREATE TABLE ${layout.table(r)} (${columnDefinitions(schemas[r]).join(', ')})`);
+  return out;
+}
+
+/** Index name: short, fixed-form, unique per table and field. */
+function indexName(resource: ResourceName, what: string): string {
+  return quote(`${resource}#${what}`.slice(0, 63));
+}
+
+/**
+ * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
+ * resources and on each child's link and default order, GiST on geography, GIN on the search
+ * tokens and on collections.
+ */
+export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
+  const out: string[] = [];
+  for (const r of RESOURCE_NAMES) {
+    const schema = schemas[r];
+    const table = layout.table(r);
+    const parent = CATALOG[r].parent;
+    for (const f of schema.fields) {
+      if (f.key || !isStored(f)) continue;
+      if (f.type === 'Edm.GeographyPoint') {
+        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gist (${column(f)})`);
+      } else if (f.collection) {
+        if (r === 'Property') out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gin (${column(f)})`);
+      } else if (parent !== null && f.name === parent.field) {
+        const order = CATALOG[r].childOrder.filter((k) => schema.field(k.field) !== undefined);
+        const keys = [column(f), ...order.map((k) => `${column({ name: k.field })}${k.descending ? ' DESC' : ''}`), column({ name: schema.key })];
+        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
+      } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
+        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${column(f)})`);
+      }
+    }
+    if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
+  }
+  return out;
+}
+
+/** A table schema as JSON for `#meta` (declared fields by name, local fields whole). */
+export interface SchemaJson {
+  readonly resource: ResourceName;
+  readonly fields: ReadonlyArray<{ readonly name: string; readonly origin: string; readonly type?: string; readonly collection?: boolean }>;
+}
+
+export function schemaToJson(schema: TableSchema): SchemaJson {
+  return {
+    resource: schema.resource,
+    fields: schema.fields.map((f) =>
+      f.origin === 'local' ? { name: f.name, origin: f.origin, type: f.type, collection: f.collection } : { name: f.name, origin: f.origin },
+    ),
+  };
+}
+
+/** A table schema back from `#meta`; throws an Error naming what does not fit this build's catalog. */
+export function schemaFromJson(resource: ResourceName, value: unknown): TableSchema {
+  const json = value as SchemaJson | null;
+  if (json === null || typeof json !== 'object' || !Array.isArray(json.fields)) throw new Error(`${resource}: no schema`);
+  const declared: FieldDef[] = [];
+  const local: FieldDef[] = [];
+  for (const f of json.fields as SchemaJson['fields']) {
+    if (f.origin === 'local') {
+      if (!isColumnName(f.name)) throw new Error(`${resource}.${f.name}: not a column name`);
+      local.push(makeField({ name: f.name, type: f.type as EdmType, collection: f.collection === true, origin: 'local' }));
+    } else {
+      const def = CATALOG[resource].field(f.name);
+      if (def === undefined || def.origin !== f.origin) throw new Error(`${resource}.${f.name} is not declared by this build of reso-engine`);
+      declared.push(def);
+    }
+  }
+  return new TableSchema(resource, CATALOG[resource].key, declared, local);
+}
