@@ -4,7 +4,7 @@
  * status; `statusOf` reads it from STATUS_BY_CODE. A QueryError whose code the table does not
  * list is bad input (400); anything that is not a QueryError is a defect (500).
  */
-import { QueryError, type QueryErrorDetail, type QueryErrorInit } from '../errors.js';
+import { BackendUnavailableError, QueryError, type QueryErrorDetail, type QueryErrorInit } from '../errors.js';
 
 /**
  * Status per error code. Engine codes not listed here (parser, binder and search codes such as
@@ -44,6 +44,9 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   // 429: slow down (with Retry-After)
   TooManyLoginAttempts: 429,
   RateLimited: 429,
+  // 503: the storage backend cannot answer now (the PostgreSQL backend: connection lost, server
+  // restarting, statement timeout, no free connection); the same request may succeed later (Retry-After)
+  BackendUnavailable: 503,
   // 500: a defect
   InternalError: 500,
   // 500: snapshot errors happen when an engine is opened or saved, never in a request; should one
@@ -67,6 +70,14 @@ export class ServiceError extends QueryError {
     this.name = 'ServiceError';
     this.headers = init.headers ?? {};
   }
+}
+
+/** The response headers an error asks for: a ServiceError's own, Retry-After of a BackendUnavailableError. */
+export function headersOf(error: QueryError): Readonly<Record<string, string>> {
+  if (error instanceof ServiceError) return error.headers;
+  // Retry-After takes whole seconds
+  if (error instanceof BackendUnavailableError) return { 'Retry-After': String(Math.max(1, Math.ceil(error.retryAfterSeconds))) };
+  return {};
 }
 
 /** The HTTP status of an error: the table, else 400 for any QueryError, else 500. */

@@ -5,6 +5,8 @@
  * (429), routing (404), method (405), and the query (400 from the engine's coded errors).
  * Sessions of admin accounts also write (POST and DELETE under /v1/listings/data, inside their
  * sources; DESIGN.md "Writes over HTTP"); to every other session the service is read-only.
+ * The engine is the in-memory one or the PostgreSQL backend's (`ServiceEngine`): every call to it
+ * is awaited, and a backend that cannot answer (BackendUnavailable) is a 503 with Retry-After.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -12,15 +14,17 @@ import {
   NAVIGATION_PROPERTIES,
   NAVIGATION_TOP_LIMITS,
   TOP_LIMITS,
-  type Engine,
   type ODataVersion,
+  type QueryInput,
+  type QueryOptions,
   type QueryResource,
   type QueryResult,
 } from '../engine.js';
 import { QueryError } from '../errors.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { RESOURCE_NAMES, type RecordResourceName } from '../schema/types.js';
+import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
+import type { JsonValue } from '../store/columns.js';
 import { CATALOG, odataKeyOf, PROPERTY_REFERENCES } from '../schema/catalog.js';
 import { checkOperations, type ChangeOperation, type ChangeSummary } from '../live/change.js';
 import { parseQuery } from '../odata/parse-query.js';
@@ -44,8 +48,31 @@ import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBod
 
 export type Handler = (request: Request) => Promise<Response>;
 
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What the service needs of an engine: the methods the in-memory `Engine` and the PostgreSQL
+ * backend's `PostgresEngine` share, as each declares them (the backend returns Promises where it
+ * reads the database; the handler awaits every call either way). Schemas, accounts, profiles and
+ * the clock are synchronous in both.
+ */
+export interface ServiceEngine {
+  readonly accounts: unknown;
+  readonly profiles: unknown;
+  schemaOf(resource: ResourceName): TableSchema;
+  now(): number;
+  query(resource: QueryResource, query: QueryInput, options?: QueryOptions): Awaitable<QueryResult>;
+  navigate(resource: QueryResource, key: string, navigation: string, query: QueryInput, options?: QueryOptions): Awaitable<QueryResult>;
+  navigateOne(resource: QueryResource, key: string, navigation: string, query: QueryInput, options?: QueryOptions): Awaitable<Record<string, JsonValue> | null>;
+  count(resource: QueryResource, query: QueryInput, options?: Pick<QueryOptions, 'sources'>): Awaitable<number>;
+  entity(resource: QueryResource, key: string, query: QueryInput, options?: QueryOptions): Awaitable<Record<string, JsonValue> | null>;
+  has(resource: ResourceName, key: string): Awaitable<boolean>;
+  isVisible(resource: ResourceName, key: string, sources?: readonly string[]): Awaitable<boolean>;
+  apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary>;
+}
+
 export interface HandlerOptions {
-  readonly engine: Engine;
+  readonly engine: ServiceEngine;
   /** accounts.json as parsed (an AccountsFile once checked); defaults to the engine's data set's. */
   readonly accounts?: unknown;
   /** mls_profiles.json as parsed (a ProfilesFile once checked); defaults to the engine's data set's. */
@@ -213,11 +240,11 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string, version: ODataVersion): Response {
+  async function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string, version: ODataVersion) {
     const prefer = maxPageSizeOf(request.headers.get('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
     return envelopeResponse(
-      engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/`, odataVersion: version }),
+      await engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/`, odataVersion: version }),
       applied,
     );
   }
@@ -229,12 +256,12 @@ export function createHandler(options: HandlerOptions): Handler {
    * `UnknownNavigationProperty` for a name Property does not have, 404 `EntityNotFound` for a
    * listing the account does not see.
    */
-  function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string, version: ODataVersion): Response {
+  async function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string, version: ODataVersion) {
     const key = parseKey('Property', literal);
     const reference = PROPERTY_REFERENCES.find((r) => r.name === name);
     if (reference !== undefined) {
       const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${reference.target}`);
-      const record = engine.navigateOne('Property', key, name, decoded, { sources: session.sources });
+      const record = await engine.navigateOne('Property', key, name, decoded, { sources: session.sources });
       if (record === null) return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
       const fields = JSON.stringify(record);
       const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#${contextFragment(reference.target, parsed, version, true)}`);
@@ -244,7 +271,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
     const limit = target === null || target === 'Member' || target === 'Office' ? undefined : NAVIGATION_TOP_LIMITS[target];
     const applied = prefer === undefined || limit === undefined ? prefer : Math.min(prefer, limit);
-    const result = engine.navigate('Property', key, name, decoded, {
+    const result = await engine.navigate('Property', key, name, decoded, {
       sources: session.sources,
       maxPageSize: applied,
       base: `${base}${DATA_PREFIX}/`,
@@ -268,16 +295,16 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** Whether a live record of the resource has this key and is visible to the sources (as the engine decides visibility). */
-  function visibleRecord(resource: QueryResource, key: string, sources: readonly string[]): boolean {
+  function visibleRecord(resource: QueryResource, key: string, sources: readonly string[]): Awaitable<boolean> {
     return engine.isVisible(resource, key, sources);
   }
 
   /** `Property('KEY')`, `Media(MediaKey='KEY')`, ...: one record visible to the account, else 404. */
-  function entity(resource: QueryResource, literal: string, session: Session, decoded: string, base: string, version: ODataVersion): Response {
+  async function entity(resource: QueryResource, literal: string, session: Session, decoded: string, base: string, version: ODataVersion): Promise<Response> {
     const key = parseKey(resource, literal);
     const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${resource} record`);
     const root = `${base}${DATA_PREFIX}/`;
-    const record = engine.entity(resource, key, decoded, { sources: session.sources, base: root });
+    const record = await engine.entity(resource, key, decoded, { sources: session.sources, base: root });
     if (record === null) throw notFoundOf(resource, key);
     const fields = JSON.stringify(record);
     const context = JSON.stringify(`${root}$metadata#${contextFragment(resource, parsed, version, true)}`);
@@ -285,8 +312,8 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `Property/$count` (also after `?$filter=`): the number of visible matches as text/plain. */
-  function count(resource: QueryResource, session: Session, decoded: string): Response {
-    return textResponse(200, String(engine.count(resource, decoded, { sources: session.sources })), TEXT_TYPE);
+  async function count(resource: QueryResource, session: Session, decoded: string): Promise<Response> {
+    return textResponse(200, String(await engine.count(resource, decoded, { sources: session.sources })), TEXT_TYPE);
   }
 
   /** Writes run one at a time, so each one's source checks see the data the one before left. */
@@ -298,7 +325,7 @@ export function createHandler(options: HandlerOptions): Handler {
    */
   function write(session: Session, operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
     const run = writes.then(async (): Promise<ChangeSummary> => {
-      const { allowed, hidden } = scope(operations, session.sources);
+      const { allowed, hidden } = await scope(operations, session.sources);
       const s = await engine.apply(allowed);
       return { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound + hidden };
     });
@@ -312,37 +339,46 @@ export function createHandler(options: HandlerOptions): Handler {
    * OriginatingSystemName must be one of the sources; a child must name a live listing the account
    * sees; an upsert may not take a key a record the account cannot see holds; a removal of a key
    * the account cannot see is dropped and counted as not found, exactly like an unknown key.
-   * Records that are not objects are left for the engine to refuse (BadDataLine).
+   * Records that are not objects are left for the engine to refuse (BadDataLine). Each record's
+   * visibility is asked once per change (many children of one listing ask the database once).
    */
-  function scope(operations: readonly ChangeOperation[], sources: readonly string[]): { allowed: ChangeOperation[]; hidden: number } {
+  async function scope(operations: readonly ChangeOperation[], sources: readonly string[]): Promise<{ allowed: ChangeOperation[]; hidden: number }> {
     /** Keys of this change so far: upserted (true) or removed (false). */
     const changed = new Map<string, boolean>();
     const id = (r: string, key: string): string => `${r}\u0000${key}`;
-    const own = (r: QueryResource, key: string): boolean => changed.has(id(r, key)) || visibleRecord(r, key, sources);
-    const liveListing = (key: string): boolean => changed.get(id('Property', key)) ?? visibleRecord('Property', key, sources);
+    const seen = new Map<string, Awaitable<boolean>>();
+    const visible = (r: QueryResource, key: string): Awaitable<boolean> => {
+      let v = seen.get(id(r, key));
+      if (v === undefined) seen.set(id(r, key), (v = visibleRecord(r, key, sources)));
+      return v;
+    };
+    const own = async (r: QueryResource, key: string): Promise<boolean> => changed.has(id(r, key)) || (await visible(r, key));
+    const liveListing = async (key: string): Promise<boolean> => changed.get(id('Property', key)) ?? (await visible('Property', key));
     const refuse = (message: string): ServiceError => new ServiceError('SourceNotAllowed', message);
     let hidden = 0;
-    const allowed = operations.map((op): ChangeOperation => {
+    const allowed: ChangeOperation[] = [];
+    for (const op of operations) {
       const r = op.resource as WritableResource;
       if ('remove' in op) {
         const keys: string[] = [];
         for (const key of op.remove) {
-          if (!own(r, key)) {
+          if (!(await own(r, key))) {
             hidden++;
             continue;
           }
           keys.push(key);
           changed.set(id(r, key), false);
         }
-        return { resource: r, remove: keys };
+        allowed.push({ resource: r, remove: keys });
+        continue;
       }
       const def = CATALOG[r];
-      op.upsert.forEach((record, i) => {
-        if (record === null || typeof record !== 'object' || Array.isArray(record)) return;
+      for (const [i, record] of op.upsert.entries()) {
+        if (record === null || typeof record !== 'object' || Array.isArray(record)) continue;
         const rec = record as Record<string, unknown>;
         const at = `${r} record ${i + 1}`;
         const key = rec[def.key];
-        if (typeof key === 'string' && key !== '' && !own(r, key) && engine.has(r, key)) {
+        if (typeof key === 'string' && key !== '' && !(await own(r, key)) && (await engine.has(r, key))) {
           throw refuse(`${at}: ${def.key} '${key.slice(0, 100)}' is held by a record this account cannot write; keys are unique across sources.`);
         }
         // a listing, Member or Office needs one of the sources; a child may leave it out (it is its listing's)
@@ -356,7 +392,7 @@ export function createHandler(options: HandlerOptions): Handler {
           const link = def.parent;
           const listing = rec[link.field];
           const linked = link.when === null || rec[link.when.field] === link.when.equals;
-          if (!linked || typeof listing !== 'string' || !liveListing(listing)) {
+          if (!linked || typeof listing !== 'string' || !(await liveListing(listing))) {
             const named =
               typeof listing === 'string' && linked
                 ? `${link.field} '${listing.slice(0, 100)}' is not a listing of this account's sources`
@@ -365,9 +401,9 @@ export function createHandler(options: HandlerOptions): Handler {
           }
         }
         if (typeof key === 'string') changed.set(id(r, key), true);
-      });
-      return op;
-    });
+      }
+      allowed.push(op);
+    }
     return { allowed, hidden };
   }
 
@@ -619,5 +655,5 @@ function summaryResponse(s: ChangeSummary): Response {
 
 /** The schemas $metadata describes; a new table (an upsert that adds a field) means new XML. */
 type Schemas = readonly TableSchema[];
-const schemasOf = (engine: Engine): Schemas => RESOURCE_NAMES.map((r) => engine.schemaOf(r));
+const schemasOf = (engine: ServiceEngine): Schemas => RESOURCE_NAMES.map((r) => engine.schemaOf(r));
 const sameSchemas = (a: Schemas, b: Schemas): boolean => a.every((s, i) => s === b[i]);

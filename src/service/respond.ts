@@ -4,7 +4,7 @@
  * with a Content-Length, large data pages a ReadableStream written in batches of records.
  */
 import type { JsonValue } from '../store/columns.js';
-import { errorObject, statusOf, ServiceError } from './errors.js';
+import { errorObject, headersOf, statusOf } from './errors.js';
 import type { QueryError } from '../errors.js';
 
 export const ODATA_VERSION = '4.01';
@@ -31,10 +31,9 @@ export function jsonResponse(status: number, value: unknown, headers: Record<str
   return textResponse(status, JSON.stringify(value), contentType, headers);
 }
 
-/** The error response of a QueryError or ServiceError, its status from the one table. */
+/** The error response of a QueryError or ServiceError, its status from the one table, its headers from the error. */
 export function errorResponse(error: QueryError): Response {
-  const headers = error instanceof ServiceError ? error.headers : {};
-  return jsonResponse(statusOf(error), { error: errorObject(error) }, { ...headers });
+  return jsonResponse(statusOf(error), { error: errorObject(error) }, { ...headersOf(error) });
 }
 
 /**
