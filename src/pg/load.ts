@@ -53,7 +53,7 @@ export interface PgLoadSummary {
   readonly ms: number;
 }
 
-/** Rows of COPY text sent as one chunk. */
+/** COPY text goes to the server in chunks of about this many characters. */
 const CHUNK_CHARS = 1 << 16;
 
 /** The per-field token counts of the live listings, for `#terms` and `#search`. */
