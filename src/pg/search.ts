@@ -7,14 +7,19 @@
  * frequencies in `S#tokens`, `S#length`), with the operations in the order of bm25.ts's termScore,
  * so the float8 results are the same IEEE doubles the in-memory engine computes.
  *
- * Row SQL. A LATERAL subquery per call joins the row's tokens (counted: tf) with the call's words
- * (each query term's exact word at weight 1, and for RawAddressSearchText its prefix and one-edit
- * words at INEXACT_WEIGHT), keeps per query term the exact word's score if the row holds it, else
- * the best inexact one, counts the terms matched and sums their scores in query-term order
- * (`sum(... ORDER BY term)`: float8 sum adds its inputs in that order, as the in-memory loop does).
- * When every word is some term's exact word (every field but the address one), each term's tf is
- * read with array_positions instead. The call's test also holds `S#tokens && words` (`@>` when
- * every term must match), which the GIN index on `S#tokens` answers: rows outside it cannot match.
+ * Row SQL: no join, two expressions over the row's `S#tokens` and `S#length`.
+ * - The test: `S#tokens @> words` when every term must match exactly, `&&` when one term is
+ *   enough, else `&&` and the count of terms whose words the row holds (`tokens && term's words`
+ *   per term) against min_matches. The GIN index on `S#tokens` answers the `@>` / `&&` part.
+ * - The score, only where the statement reads it (relevance). When every word is a query term's
+ *   exact word (every field but the address one, and address queries with no expansion), a sum of
+ *   one termScore per term, tf by array_positions; a term the row lacks scores 0, and adding 0
+ *   leaves a double as it is. Otherwise (prefix and one-edit words at INEXACT_WEIGHT) a subquery
+ *   counts the row's tokens, joins them with the words, keeps per term the exact word's score if
+ *   the row holds it, else the best inexact one, and sums them in query-term order
+ *   (`sum(... ORDER BY term)`: float8 sum adds its inputs in that order, as the in-memory loop
+ *   does). Measured at 100k listings: a subquery per row costs several times the plain
+ *   expression, so the exact case, where most matching rows are, has none.
  *
  * One-edit look-ups. A word within one edit of a query word w of L characters shares its first
  * ⌊L/2⌋ characters or its last L − ⌊L/2⌋ − 1 (an edit at or after position ⌊L/2⌋ leaves the
@@ -32,11 +37,14 @@ import { lengthColumn, tokensColumn, type Layout } from './layout.js';
 import type { Params, Queryable } from './sql.js';
 
 export interface SearchSql {
-  /** FROM-clause addition computing this call for the row of `alias` (`LEFT JOIN LATERAL (...) AS "search#0" ON true`), or '' */
+  /** FROM-clause addition computing this call for the row of `alias`, or '' (always '' as built here: the test and score read only the row) */
   readonly join: string;
   /** boolean SQL, never NULL: the call is true for the row */
   readonly test: string;
-  /** float8 SQL: the call's BM25 score for the row (used only where test is true) */
+  /**
+   * float8 SQL: the call's BM25 score for the row (used only where test is true). Reading it adds
+   * its parameters to `params` (the first time only), so read it only for a statement that uses it.
+   */
   readonly score: string;
 }
 
@@ -139,19 +147,18 @@ interface Words {
   readonly term: number[];
   readonly weight: number[];
   readonly exact: boolean[];
-  /** Query terms with at least one word. */
-  readonly termsWithWords: number;
+  /** The words of each query term that has any, in query-term order. */
+  readonly byTerm: string[][];
 }
 
 function wordsOf(query: SearchQuery, stats: Statistics, prefixes: string[], fuzzy: string[]): Words {
-  const out: Words = { word: [], term: [], weight: [], exact: [], termsWithWords: 0 };
+  const out: Words = { word: [], term: [], weight: [], exact: [], byTerm: [] };
   const add = (word: string, term: number, weight: number, exact: boolean): void => {
     out.word.push(word);
     out.term.push(term);
     out.weight.push(weight);
     out.exact.push(exact);
   };
-  let termsWithWords = 0;
   query.terms.forEach((t, i) => {
     const before = out.word.length;
     const df = stats.exact.get(t.term);
@@ -161,9 +168,9 @@ function wordsOf(query: SearchQuery, stats: Statistics, prefixes: string[], fuzz
     if (t.fuzzy) for (const [word, n] of stats.fuzzy[fuzzy.indexOf(t.term)]) inexact.set(word, n);
     inexact.delete(t.term);
     for (const [word, n] of inexact) add(word, i, weightOf(INEXACT_WEIGHT, stats.rows, n), false);
-    if (out.word.length > before) termsWithWords++;
+    if (out.word.length > before) out.byTerm.push(out.word.slice(before));
   });
-  return { ...out, termsWithWords };
+  return out;
 }
 
 /** A float8 constant of the scoring expression, printed so that PostgreSQL reads back the same double. */
@@ -175,7 +182,7 @@ const float8 = (x: number): string => `'${String(x)}'::float8`;
  * trip, and returns the SQL for one statement; every term/idf/weight goes through `params` (arrays
  * as single parameters). Throws the in-memory engine's QueryErrors for a bad call before reading.
  */
-export async function prepareSearchSql(db: Queryable, layout: Layout, node: SearchNode, alias: string, params: Params, ordinal: number): Promise<SearchSql> {
+export async function prepareSearchSql(db: Queryable, layout: Layout, node: SearchNode, alias: string, params: Params, _ordinal: number): Promise<SearchSql> {
   const query = queryOf(node);
   const prefixes = [...new Set(query.terms.flatMap((t) => t.prefixes))];
   const fuzzy = query.terms.filter((t) => t.fuzzy).map((t) => t.term);
@@ -189,41 +196,69 @@ export async function prepareSearchSql(db: Queryable, layout: Layout, node: Sear
   );
   const words = wordsOf(query, stats, prefixes, fuzzy);
   // Too few query terms have any word in the field: no row can match.
-  if (words.termsWithWords < query.minMatches) return { join: '', test: 'false', score: float8(0) };
+  if (words.byTerm.length < query.minMatches) return { join: '', test: 'false', score: float8(0) };
 
   const tokens = `${alias}.${tokensColumn(node.field)}`;
   const length = `${alias}.${lengthColumn(node.field)}`;
-  const name = `"search#${ordinal}"`;
-  const wordList = params.add(words.word, 'text[]');
-  const norm = params.add(normOf(stats.totalLength / stats.rows), 'float8');
-  const min = params.add(query.minMatches, 'int');
+  const all = params.add(words.word, 'text[]');
+  const onlyExact = words.exact.every((e) => e);
+  let test: string;
+  if (onlyExact && query.minMatches === query.terms.length) test = `${tokens} @> ${all}`;
+  else if (query.minMatches === 1) test = `${tokens} && ${all}`;
+  else {
+    // A term matches when the row holds any of its words; the first test only lets the GIN index find candidates.
+    const matched = words.byTerm.map((w) => `(${tokens} && ${params.add(w, 'text[]')})::int`).join(' + ');
+    test = `(${tokens} && ${all} AND ${matched} >= ${params.add(query.minMatches, 'int')})`;
+  }
+
+  // The score's parameters are added when the statement asks for the score (relevance), so a statement that only filters binds none of them.
+  const row: RowColumns = { tokens, length };
+  let score: string | undefined;
+  return {
+    join: '',
+    test: `(${test})`,
+    get score(): string {
+      return (score ??= scoreExpression(words, all, normOf(stats.totalLength / stats.rows), row, params));
+    },
+  };
+}
+
+interface RowColumns {
+  /** The row's `S#tokens` and `S#length`, qualified by its alias. */
+  readonly tokens: string;
+  readonly length: string;
+}
+
+/**
+ * The call's BM25 score for the row: per query term the exact word's score if the row holds it,
+ * else the best of its inexact words, summed in query-term order. `all` is the placeholder of
+ * every word, in the order of `words`.
+ */
+function scoreExpression(words: Words, all: string, lengthNorm: number, { tokens, length }: RowColumns, params: Params): string {
+  const norm = params.add(lengthNorm, 'float8');
   // termScore's expression: (w × tf × (k1 + 1)) / (tf + k1 × (1 − b + norm × length))
   const scoreOf = (w: string, tf: string): string =>
     `(${w} * ${tf} * ${float8(BM25_K1 + 1)}) / (${tf} + ${float8(BM25_K1)} * (${float8(1 - BM25_B)} + ${norm} * ${length}::float8))`;
-  const onlyExact = words.exact.every((e) => e);
-  let from: string;
-  if (onlyExact) {
-    const weight = params.add(words.weight, 'float8[]');
-    from = `SELECT count(*)::int AS hits, sum(${scoreOf('q.weight', 'c.tf')} ORDER BY q.at) AS score
-  FROM unnest(${wordList}, ${weight}) WITH ORDINALITY AS q(word, weight, at)
-  CROSS JOIN LATERAL (SELECT least(cardinality(array_positions(${tokens}, q.word)), ${MAX_TF})::float8 AS tf) AS c
-  WHERE c.tf > 0`;
-  } else {
-    const term = params.add(words.term, 'int[]');
-    const weight = params.add(words.weight, 'float8[]');
-    const exact = params.add(words.exact, 'boolean[]');
-    // An exact match always wins: the best exact score when there is one, else the best inexact one.
-    from = `SELECT count(*)::int AS hits, sum(m.best ORDER BY m.term) AS score FROM (
+  if (words.exact.every((e) => e)) {
+    // One word per query term: a plain expression, no subquery (a subquery per row costs several
+    // times the scan). A term the row lacks scores 0 (tf = 0), and adding 0 leaves a double as it is,
+    // so the sum in query-term order is the in-memory one.
+    const terms = words.word.map((word, i) => {
+      const tf = `least(cardinality(array_positions(${tokens}, ${params.add(word, 'text')})), ${MAX_TF})::float8`;
+      return scoreOf(params.add(words.weight[i], 'float8'), tf);
+    });
+    return `(${terms.join(' + ')})`;
+  }
+  const weight = params.add(words.weight, 'float8[]');
+  const term = params.add(words.term, 'int[]');
+  const exact = params.add(words.exact, 'boolean[]');
+  // Prefixes can bring many words: the row's tokens are counted once and joined with them (a hash
+  // of the words, built once per statement). An exact match always wins: the best exact score when
+  // there is one, else the best inexact one.
+  return `(SELECT sum(m.best ORDER BY m.term) FROM (
     SELECT q.term, coalesce(max(${scoreOf('q.weight', 'd.tf')}) FILTER (WHERE q.exact), max(${scoreOf('q.weight', 'd.tf')})) AS best
     FROM (SELECT t.word, least(count(*), ${MAX_TF})::float8 AS tf FROM unnest(${tokens}) AS t(word) GROUP BY t.word) AS d
-    JOIN unnest(${wordList}, ${term}, ${weight}, ${exact}) AS q(word, term, weight, exact) ON q.word = d.word
+    JOIN unnest(${all}, ${term}, ${weight}, ${exact}) AS q(word, term, weight, exact) ON q.word = d.word
     GROUP BY q.term
-  ) AS m`;
-  }
-  const every = query.minMatches === query.terms.length && onlyExact;
-  return {
-    join: `LEFT JOIN LATERAL (${from}) AS ${name} ON true`,
-    test: `(${tokens} ${every ? '@>' : '&&'} ${wordList} AND ${name}.hits >= ${min})`,
-    score: `${name}.score`,
-  };
+  ) AS m)`;
 }
