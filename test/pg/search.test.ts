@@ -384,6 +384,86 @@ describe.skipIf(pgSkip)('search.text in PostgreSQL', () => {
     });
   });
 
+  describe('prefix and one-edit words', () => {
+    /** The words a call scores (each term's exact word and expansions), in PostgreSQL and in memory. */
+    async function wordsOf(f: Fixture, text: string): Promise<{ pg: string[]; mem: string[] }> {
+      const params = new Params();
+      const sql = await prepareSearchSql(db, f.layout, node('RawAddressSearchText', text, 1), 'p', params, 0);
+      const pgWords = sql.test === 'false' ? [] : (params.values[0] as string[]);
+      const view = searchViewOf(f.engine, 'RawAddressSearchText');
+      const memWords = prepareSearch(view, text, 1).terms.flatMap((t) => [...(t.exact >= 0 ? [t.exact] : []), ...t.inexact].map((id) => view.termOf(id)));
+      return { pg: sorted(new Set(pgWords)), mem: sorted(new Set(memWords)) };
+    }
+
+    /** Every one-edit variant of a word (by UTF-16 unit, as the in-memory check counts): deletions, swaps, substitutions and insertions at each position. */
+    function variants(word: string): string[] {
+      const out = new Set<string>();
+      for (let i = 0; i <= word.length; i++) {
+        if (i < word.length) out.add(word.slice(0, i) + word.slice(i + 1));
+        if (i + 1 < word.length) out.add(word.slice(0, i) + word[i + 1] + word[i] + word.slice(i + 2));
+        if (i < word.length) out.add(`${word.slice(0, i)}q${word.slice(i + 1)}`);
+        out.add(`${word.slice(0, i)}x${word.slice(i)}`);
+      }
+      return [...out];
+    }
+
+    it('equal the in-memory expansions for every one-edit variant of vocabulary words (edits at each position, either half)', async () => {
+      const { rows } = await db.query<{ term: string }>(
+        `SELECT term FROM ${gen.layout.terms} WHERE field = 'RawAddressSearchText' AND term ~ '^[a-z]{5,}$' ORDER BY term`,
+      );
+      const words = rows.map((r) => r.term).filter((_, i) => i % Math.ceil(rows.length / 24) === 0);
+      let fuzzy = 0;
+      for (const word of words) {
+        for (const text of [word, ...variants(word)]) {
+          const got = await wordsOf(gen, text);
+          expect(got.pg, text).toEqual(got.mem);
+          if (got.mem.includes(word) && text !== word) fuzzy++;
+        }
+      }
+      expect(fuzzy, 'variants that found their word').toBeGreaterThan(words.length * 10);
+    });
+
+    it('letters beyond ASCII, astral ones included, and prefixes of them', async () => {
+      const rows: Rec[] = [
+        { ListingKey: 'U1', UnparsedAddress: '12 Straße Nord', City: 'Ærøskøbing' },
+        { ListingKey: 'U2', UnparsedAddress: '7 𠀋𠀌𠀍𠀎 Road', City: 'Łódź' },
+        { ListingKey: 'U3', UnparsedAddress: '9 Strasse Nord', City: 'Tōkyō 東京' },
+        { ListingKey: 'U4', UnparsedAddress: '𠀋𠀌𠀍 Lane', City: 'Ærø' },
+      ];
+      const f = await Fixture.load(db, 'letters', await Engine.open({ data: { Property: rows } }));
+      const texts = [
+        'straße',
+        'strase',
+        'strasse',
+        'strßae',
+        'ærøskøbing',
+        'ærøskobing',
+        'ærøsk',
+        'æ',
+        'ær',
+        '𠀋𠀌𠀍𠀎',
+        '𠀋𠀌𠀍',
+        '𠀋𠀌𠀍𠀏',
+        '𠀋𠀌',
+        '𠀋',
+        'lodz',
+        'łodz',
+        'łodzz',
+        'tokyo',
+        '東京',
+        '東',
+        'nord 𠀋𠀌𠀍𠀐',
+      ];
+      for (const text of texts) {
+        const got = await wordsOf(f, text);
+        expect(got.pg, text).toEqual(got.mem);
+        await expectSameAsEngine(f, 'RawAddressSearchText', text);
+      }
+      expect((await wordsOf(f, '𠀋𠀌𠀍𠀏')).mem).toContain('𠀋𠀌𠀍𠀎');
+      expect((await wordsOf(f, 'ærøsk')).mem).toContain('ærøskøbing');
+    });
+  });
+
   describe('small data sets of the in-memory tests', () => {
     it('thresholds and min_matches (row k holds w1..wk)', async () => {
       const words = THRESHOLD_WORDS;
