@@ -22,7 +22,8 @@
  *
  * Property also has, per search field S, `S#tokens` (text[]: the tokens our tokenizer makes of the
  * row's text, address normalization applied, in order, repeats kept) and `S#length` (integer: their
- * count). `#terms` holds per search field and term the number of live listings holding it, and
+ * count). `#terms` holds per search field and term the number of live listings holding it (with an
+ * index on (field, reverse(term)) besides its key, for one-edit look-ups), and
  * `#search` per search field the live listing count N and the total token length, both kept exact
  * by every write in its transaction. `#meta` (json values) holds the layout version, the table schemas, accounts,
  * profiles and the load report.
@@ -176,7 +177,7 @@ function indexName(resource: ResourceName, what: string): string {
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
  * resources (hash on free text) and on each child's link and default order, GiST on geography,
- * GIN on the search tokens and on collections.
+ * GIN on the search tokens and on collections, and the reversed terms of `#terms`.
  */
 export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out: string[] = [];
@@ -204,6 +205,8 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
     }
     if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
   }
+  // One-edit look-ups find the terms ending like a query word by a range of reversed terms (src/pg/search.ts).
+  out.push(`CREATE INDEX ${quote('#terms#reverse')} ON ${layout.terms} (field, reverse(term))`);
   return out;
 }
 
