@@ -25,9 +25,7 @@
  * count). `#terms` holds per search field and term the number of live listings holding it, and
  * `#search` per search field the live listing count N and the total token length, both kept exact
  * by every write in its transaction. `#meta` holds the layout version, the table schemas, accounts,
- * profiles and the load report. `#first` holds, per listing replaced or removed since the load,
- * the ModificationTimestamp of its first version (SERVICE.md §2: a replacing version's
- * service_OriginalEntryTimestamp is derived from it), as the in-memory change writer remembers it.
+ * profiles and the load report.
  */
 import { CATALOG } from '../schema/catalog.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
@@ -78,6 +76,11 @@ export class Layout {
   get search(): string {
     return `${quote(this.schema)}.${quote('#search')}`;
   }
+  /**
+   * `#first`: per listing replaced or removed since the load, the ModificationTimestamp of its
+   * first version (SERVICE.md §2: a replacing version's service_OriginalEntryTimestamp is derived
+   * from it), as the in-memory change writer remembers it (src/pg/write.ts).
+   */
   get first(): string {
     return `${quote(this.schema)}.${quote('#first')}`;
   }
