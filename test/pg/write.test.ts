@@ -24,6 +24,7 @@ import { applyChanges } from '../../src/pg/write.js';
 import { SEARCH_FIELDS } from '../../src/schema/search-fields.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
+import { Rng } from '../../src/generate/prng.js';
 import { freshDatabase, pgSkip } from './helpers.js';
 
 type Rec = Record<string, unknown>;
@@ -397,6 +398,138 @@ describe.skipIf(pgSkip)('writes on PostgreSQL agree with the in-memory engine', 
       error: { code: 'BadFieldValue', message: expect.stringContaining('record 601') as string },
     });
     await p.expectSame('bad in the second chunk');
+  });
+});
+
+/** Words of the data set and words no listing has until a change brings them. */
+const WORDS = ['granite', 'pool', 'spa', 'quartz', 'view', 'xylophonic', 'quuxbar', 'zephyrine', 'Maple', 'N', 'Street'];
+const SOURCES = ['CRMLS', 'NWMLS', 'HAR', 'TESTMLS'];
+
+/** One random change (src/generate's seeded PRNG): upserts with edits, removals, children moved or added, roster, now and then a bad record. */
+function randomChange(rng: Rng, keys: readonly string[]): ChangeOperation[] {
+  const ops: ChangeOperation[] = [];
+  const anyKey = (): string => (rng.chance(0.1) ? `R-${rng.int(1, 6)}` : rng.pick(keys));
+  const edit = (base: Rec, key: string): Rec => {
+    const r: Rec = { ...base, ListingKey: key };
+    if (rng.chance(0.5)) r.PublicRemarks = Array.from({ length: rng.int(0, 6) }, () => rng.pick(WORDS)).join(' ');
+    if (rng.chance(0.3)) r.ListPrice = rng.chance(0.2) ? null : rng.int(1, 2_000_000);
+    if (rng.chance(0.3)) r.City = rng.pick(['Seattle', 'Zzyzx', 'New Town']);
+    if (rng.chance(0.2)) r.OriginatingSystemName = rng.pick(SOURCES);
+    if (rng.chance(0.3)) delete r.OriginalEntryTimestamp;
+    if (rng.chance(0.3)) delete r.ListingContractDate;
+    if (rng.chance(0.3)) r.OnMarketTimestamp = null;
+    if (rng.chance(0.4)) r.ModificationTimestamp = new Date(Date.parse('2025-01-01T00:00:00Z') + rng.int(0, 1e10)).toISOString();
+    if (rng.chance(0.1)) r.StreetName = rng.pick(['Quillfeather', 'Maple', 'Oak']);
+    return r;
+  };
+  for (let k = rng.int(1, 3); k > 0; k--) {
+    switch (rng.int(0, 13)) {
+      case 0:
+      case 1:
+      case 8:
+      case 9:
+        ops.push({ resource: 'Property', upsert: Array.from({ length: rng.int(1, 3) }, () => edit(rng.pick(DATA.Property), anyKey())) });
+        break;
+      case 2:
+        ops.push({ resource: 'Property', remove: Array.from({ length: rng.int(1, 2) }, anyKey) });
+        break;
+      case 3:
+      case 10:
+      case 11: {
+        const media = Array.from({ length: rng.int(1, 3) }, () => ({
+          ...rng.pick(DATA.Media),
+          MediaKey: rng.chance(0.5) ? (rng.pick(DATA.Media).MediaKey as string) : `RM-${rng.int(1, 30)}`,
+          ResourceRecordKey: anyKey(),
+          Order: rng.chance(0.2) ? null : rng.int(0, 5),
+        }));
+        ops.push({ resource: 'Media', upsert: media });
+        break;
+      }
+      case 4:
+        ops.push({
+          resource: rng.pick(['Media', 'OpenHouse'] as const),
+          remove: [rng.pick(DATA.Media).MediaKey as string, `RM-${rng.int(1, 30)}`, rng.pick(DATA.OpenHouse).OpenHouseKey as string],
+        });
+        break;
+      case 5:
+      case 12:
+        ops.push({
+          resource: 'OpenHouse',
+          upsert: [
+            {
+              ...rng.pick(DATA.OpenHouse),
+              OpenHouseKey: `RO-${rng.int(1, 10)}`,
+              ListingKey: anyKey(),
+              OpenHouseStartTime: new Date(NOW + rng.int(0, 1e9)).toISOString(),
+            },
+          ],
+        });
+        break;
+      case 6:
+      case 7:
+        if (rng.chance(0.5))
+          ops.push({ resource: 'Member', upsert: [{ ...rng.pick(DATA.Member), MemberFirstName: rng.pick(WORDS), OriginatingSystemName: rng.pick(SOURCES) }] });
+        else
+          ops.push({
+            resource: rng.pick(['Member', 'Office'] as const),
+            remove: [rng.chance(0.5) ? (rng.pick(DATA.Member).MemberKey as string) : (rng.pick(DATA.Office).OfficeKey as string)],
+          });
+        break;
+      default:
+        // a bad record: the whole change fails, in both
+        ops.push({ resource: 'Property', upsert: [edit(rng.pick(DATA.Property), anyKey()), { ...rng.pick(DATA.Property), BedroomsTotal: 'many' }] });
+    }
+  }
+  return ops;
+}
+
+describe.skipIf(pgSkip)('random changes (seeded) agree step by step', () => {
+  withDatabase('random');
+
+  it('60 changes', async () => {
+    const p = await Pair.open();
+    const rng = new Rng('pgwrite random');
+    const keys = DATA.Property.map((r) => r.ListingKey as string);
+    for (let step = 1; step <= 60; step++) {
+      p.now += rng.int(0, 86_400_000);
+      const ops = randomChange(rng, keys);
+      await p.apply(ops, `step ${step}: ${JSON.stringify(ops).slice(0, 300)}`);
+      await p.expectSame(`step ${step}`);
+    }
+  });
+});
+
+describe.skipIf(pgSkip)('what PostgreSQL cannot store as the in-memory engine does', () => {
+  withDatabase('unsupported');
+
+  it('a new field whose name cannot be a column, and text with NUL: PgUnsupportedValue, nothing written', async () => {
+    const p = await Pair.open();
+    const { schemas } = await readSchemas(pool, p.layout);
+    const before = await p.dump();
+    for (const record of [
+      { ...listing(0), 'X-Not-A-Column': 'x' },
+      { ...listing(0), ['X_' + 'a'.repeat(60)]: 'x' },
+      { ...listing(0), PublicRemarks: 'nul \u0000 inside' },
+    ]) {
+      const done = applyChanges(pool, p.layout, schemas, [{ resource: 'Property', upsert: [record] }], () => NOW);
+      await expect(done).rejects.toMatchObject({ code: 'PgUnsupportedValue' });
+      expect(await p.dump()).toEqual(before);
+    }
+  });
+
+  it('checks the operations as the in-memory engine does, before anything is read', async () => {
+    const p = await Pair.open();
+    const { schemas } = await readSchemas(pool, p.layout);
+    for (const [ops, code] of [
+      [[{ resource: 'Lookup', upsert: [] }], 'ReadOnlyResource'],
+      [[{ resource: 'EntityEvent', remove: ['1'] }], 'InvalidChange'],
+      [[{ resource: 'Nope', upsert: [] }], 'UnknownResource'],
+      [[{ resource: 'Property', upsert: [], remove: [] }], 'InvalidChange'],
+      [[{ resource: 'Property', remove: [5] }], 'InvalidChange'],
+    ] as const) {
+      await expect(applyChanges(pool, p.layout, schemas, ops as unknown as ChangeOperation[], () => NOW)).rejects.toMatchObject({ code });
+      await expect(p.engine.apply(ops as unknown as ChangeOperation[])).rejects.toMatchObject({ code });
+    }
   });
 });
 
