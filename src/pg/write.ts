@@ -56,8 +56,19 @@ import { eventRecord, sourceOf, type EventOf } from '../store/events.js';
 import { newLookupRecords, type LookupRecord } from '../store/lookups.js';
 import { Table } from '../store/table.js';
 import { transaction } from './connect.js';
-import { arrayText, encodeFeedText, encodeField, fieldColumns, hasFeedText, paramCast } from './encode.js';
-import { column, fieldColumnDefinitions, isColumnName, isStored, lengthColumn, schemaToJson, textColumn, tokensColumn, type Layout } from './layout.js';
+import { arrayText, encodeFeedText, encodeField, fieldColumns, hasFeedText } from './encode.js';
+import {
+  castType,
+  column,
+  fieldColumnDefinitions,
+  isColumnName,
+  isStored,
+  lengthColumn,
+  schemaToJson,
+  textColumn,
+  tokensColumn,
+  type Layout,
+} from './layout.js';
 import { readSchemas, writeMeta } from './migrate.js';
 
 type Schemas = Readonly<Record<ResourceName, TableSchema>>;
@@ -160,7 +171,7 @@ function insertColumns(schema: TableSchema, batch: Table): InsertColumn[] {
       out.push(...mine);
       continue;
     }
-    out.push({ column: column(f), cast: paramCast(f), text: (row) => encodeField(f, batch.value(row, f.name)) });
+    out.push({ column: column(f), cast: castType(f), text: (row) => encodeField(f, batch.value(row, f.name)) });
     if (hasFeedText(f)) out.push({ column: textColumn(f), cast: 'text', text: (row) => encodeFeedText(f, batch.value(row, f.name)) });
   }
   return out;
