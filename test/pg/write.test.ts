@@ -344,19 +344,33 @@ describe.skipIf(pgSkip)('writes on PostgreSQL agree with the in-memory engine', 
     ]);
 
     // new fields: a local one, and a declared lookup field the data never had (its standard Lookup values come with it)
-    await step('new local and declared fields', [
-      {
-        resource: 'Property',
-        upsert: [
-          { ...listing(4), X_Local: 'local text', X_Count: 7, X_Tags: ['a', 'b'], X_When: '2024-01-02T03:04:05+02:00', AssociationFee2Frequency: 'Monthly' },
-        ],
-      },
-      { resource: 'Media', upsert: [{ ...mediaOf(OK)[0], X_MediaNote: 'note' }] },
-    ]);
-    await step('a local field widened by a later batch (integer into decimal, date into text)', [
-      { resource: 'Property', upsert: [{ ...listing(5), X_Count: 7.5 }] },
-      { resource: 'Property', upsert: [{ ...listing(6), X_Count: 8, X_Local: '2024-05-06' }] },
-    ]);
+    const lookups = (): number => genOf(p.engine).store.Lookup.rowCount;
+    const lookupsBefore = lookups();
+    expect(
+      await step('new local and declared fields', [
+        {
+          resource: 'Property',
+          upsert: [
+            {
+              ...listing(4),
+              X_Local: 'local text',
+              X_Count: 7.5,
+              X_Tags: ['a', 'b'],
+              X_When: '2024-01-02T03:04:05+02:00',
+              AssociationFee2Frequency: 'Monthly',
+            },
+          ],
+        },
+        { resource: 'Media', upsert: [{ ...mediaOf(OK)[0], X_MediaNote: 'note' }] },
+      ]),
+    ).toHaveProperty('summary');
+    expect(lookups()).toBeGreaterThan(lookupsBefore + 1);
+    expect(
+      await step('a local field widened by a later batch (integer into decimal, date and timestamp into text)', [
+        { resource: 'Property', upsert: [{ ...listing(5), X_Count: 8, X_Local: '2024-05-06' }] },
+        { resource: 'Property', upsert: [{ ...listing(6), X_Local: '2024-05-06T07:08:09.1+01:00' }] },
+      ]),
+    ).toHaveProperty('summary');
     expect(await step('SchemaMismatch', [{ resource: 'Property', upsert: [{ ...listing(7), X_Count: 'seven' }] }])).toMatchObject({
       error: { code: 'SchemaMismatch' },
     });
