@@ -25,6 +25,7 @@ import { SEARCH_FIELDS } from '../../src/schema/search-fields.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import { Rng } from '../../src/generate/prng.js';
+import { readDefaultFile } from '../service/helpers.js';
 import { freshDatabase, pgSkip } from './helpers.js';
 
 type Rec = Record<string, unknown>;
@@ -92,9 +93,10 @@ class Pair {
     this.clock.now = ms;
   }
 
-  static async open(data: Data = DATA): Promise<Pair> {
+  /** A pair over `data`, or over the embedded default data set (a data directory) when it is null. */
+  static async open(data: Data | null = DATA): Promise<Pair> {
     const clock = { now: NOW };
-    const engine = await Engine.open({ data: structuredClone(data), now: () => new Date(clock.now), compactFraction: false });
+    const engine = await Engine.open({ data: data === null ? undefined : structuredClone(data), now: () => new Date(clock.now), compactFraction: false });
     const layout = new Layout(`w${++schemaCount}`);
     await loadIntoPostgres(pool, layout, engine.store);
     return new Pair(engine, layout, clock);
@@ -412,6 +414,58 @@ describe.skipIf(pgSkip)('writes on PostgreSQL agree with the in-memory engine', 
       error: { code: 'BadFieldValue', message: expect.stringContaining('record 601') as string },
     });
     await p.expectSame('bad in the second chunk');
+  });
+});
+
+describe.skipIf(pgSkip)('the HTTP write cases on the default data set', () => {
+  withDatabase('default');
+
+  it('new, replaced, children, removed with children, several operations, a failing change', async () => {
+    const p = await Pair.open(null);
+    const read = (file: string): Rec[] => readDefaultFile(file);
+    const listings = read('Property.jsonl');
+    const media = read('Media.jsonl');
+    const openHouses = read('OpenHouse.jsonl');
+    const mediaOfKey = (key: string): Rec[] => media.filter((m) => m.ResourceRecordKey === key);
+    const ours = listings.find((l) => mediaOfKey(l.ListingKey as string).length > 1 && openHouses.some((o) => o.ListingKey === l.ListingKey))!;
+    const OURS = ours.ListingKey as string;
+    const other = listings.find((l) => l !== ours && mediaOfKey(l.ListingKey as string).length > 1)!;
+    const ourOpenHouse = openHouses.find((o) => o.ListingKey === OURS)!;
+    const newListing = (key: string, extra: Rec = {}): Rec => ({ ...ours, ListingKey: key, ListingId: `ID-${key}`, ...extra });
+    const newMedia = (key: string, listing: string, extra: Rec = {}): Rec => ({ ...mediaOfKey(OURS)[0], MediaKey: key, ResourceRecordKey: listing, ...extra });
+    const steps: Array<[string, ChangeOperation[]]> = [
+      ['new listing', [{ resource: 'Property', upsert: [newListing('W-1', { City: 'Writeville' })] }]],
+      ['replaced', [{ resource: 'Property', upsert: [{ ...ours, ListPrice: 123_456 }] }]],
+      [
+        'children',
+        [
+          { resource: 'Media', upsert: [newMedia('W-M1', OURS, { Order: 0, MediaURL: 'https://media.example.com/w/1.jpg' })] },
+          { resource: 'OpenHouse', upsert: [{ ...ourOpenHouse, OpenHouseKey: 'W-OH1', OpenHouseType: 'Private' }] },
+        ],
+      ],
+      ['removed with children', [{ resource: 'Property', remove: [OURS] }]],
+      [
+        'several operations',
+        [
+          { resource: 'Property', upsert: [newListing('W-2', { City: 'Changeville' })] },
+          { resource: 'Media', upsert: [newMedia('W-2-M1', 'W-2'), newMedia('W-2-M2', 'W-2')] },
+          { resource: 'Media', remove: ['W-2-M2', mediaOfKey(other.ListingKey as string)[0].MediaKey as string, 'no-such-media'] },
+        ],
+      ],
+      [
+        'a failing change',
+        [
+          { resource: 'Property', remove: [other.ListingKey as string] },
+          { resource: 'Property', upsert: [newListing('W-3')] },
+          { resource: 'Property', upsert: [newListing('W-4', { ListPrice: 'cheap' })] },
+        ],
+      ],
+    ];
+    for (const [label, ops] of steps) {
+      await p.apply(ops, label);
+      await p.expectSame(label);
+    }
+    expect(p.engine.generation).toBe(5);
   });
 });
 
