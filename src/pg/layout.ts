@@ -77,6 +77,14 @@ export class Layout {
   get search(): string {
     return `${quote(this.schema)}.${quote('#search')}`;
   }
+  /**
+   * `#first`: per listing replaced or removed since the load, the ModificationTimestamp of its
+   * first version (SERVICE.md §2: a replacing version's service_OriginalEntryTimestamp is derived
+   * from it), as the in-memory change writer remembers it (src/pg/write.ts).
+   */
+  get first(): string {
+    return `${quote(this.schema)}.${quote('#first')}`;
+  }
 }
 
 /** The column of a field. */
@@ -138,16 +146,20 @@ export function castType(field: Pick<FieldDef, 'type' | 'collection'>): string {
   }
 }
 
+/** The columns of one field, as `name type` definitions (none for a computed field): a table's, or those ALTER TABLE adds when a change brings a new field. */
+export function fieldColumnDefinitions(resource: ResourceName, f: FieldDef): string[] {
+  if (!isStored(f)) return [];
+  if (!isColumnName(f.name)) throw new Error(`${resource}.${f.name}: not a column name`);
+  const notNull = f.key ? ' NOT NULL' : f.collection ? " NOT NULL DEFAULT '{}'" : '';
+  const out = [`${column(f)} ${sqlType(f)}${notNull}`];
+  if (!f.collection && f.type === 'Edm.DateTimeOffset') out.push(`${textColumn(f)} text`);
+  return out;
+}
+
 /** The table's columns in order, as `name type` definitions. */
 export function columnDefinitions(schema: TableSchema): string[] {
   const out: string[] = [];
-  for (const f of schema.fields) {
-    if (!isStored(f)) continue;
-    if (!isColumnName(f.name)) throw new Error(`${schema.resource}.${f.name}: not a column name`);
-    const notNull = f.key ? ' NOT NULL' : f.collection ? " NOT NULL DEFAULT '{}'" : '';
-    out.push(`${column(f)} ${sqlType(f)}${notNull}`);
-    if (!f.collection && f.type === 'Edm.DateTimeOffset') out.push(`${textColumn(f)} text`);
-  }
+  for (const f of schema.fields) out.push(...fieldColumnDefinitions(schema.resource, f));
   if (schema.resource === 'Property') {
     for (const s of SEARCH_FIELDS) out.push(`${tokensColumn(s)} text[] COLLATE "C" NOT NULL DEFAULT '{}'`, `${lengthColumn(s)} integer NOT NULL DEFAULT 0`);
   }
@@ -166,6 +178,8 @@ export function createStatements(layout: Layout, schemas: Readonly<Record<Resour
     `CREATE TABLE ${layout.search} (field text PRIMARY KEY, n bigint NOT NULL, total_length bigint NOT NULL)`,
   ];
   for (const r of RESOURCE_NAMES) out.push(`CREATE TABLE ${layout.table(r)} (${columnDefinitions(schemas[r]).join(', ')})`);
+  // epoch ms, NULL when the first version had no ModificationTimestamp (src/pg/write.ts)
+  out.push(`CREATE TABLE ${layout.first} (key text COLLATE "C" PRIMARY KEY, modified double precision)`);
   return out;
 }
 
