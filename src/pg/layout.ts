@@ -207,7 +207,12 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         if (r === 'Property') out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gin (${column(f)})`);
       } else if (parent !== null && f.name === parent.field) {
         const order = CATALOG[r].childOrder.filter((k) => schema.field(k.field) !== undefined);
-        const keys = [column(f), ...order.map((k) => `${column({ name: k.field })}${k.descending ? ' DESC' : ''}`), column({ name: schema.key })];
+        // nulls lowest, as the in-memory ChildIndex orders children (src/pg/expand.ts reads them in this order)
+        const keys = [
+          column(f),
+          ...order.map((k) => `${column({ name: k.field })} ${k.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`),
+          column({ name: schema.key }),
+        ];
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
       } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
         // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be

@@ -21,3 +21,17 @@ export interface Queryable {
     values?: readonly unknown[],
   ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
+
+/**
+ * A Queryable that also gives rows as arrays (`rowMode: 'array'`), as record readers
+ * (src/pg/records.ts) decode them: by position, since a statement's column names may repeat.
+ * A pg Pool or PoolClient is one.
+ */
+export type ArrayQueryable = Queryable & {
+  query(config: { readonly text: string; readonly values?: unknown[]; readonly rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
+};
+
+/** The rows of a statement as arrays. */
+export async function arrayRows(db: ArrayQueryable, text: string, values: readonly unknown[]): Promise<unknown[][]> {
+  return (await db.query({ text, values: [...values], rowMode: 'array' })).rows;
+}
