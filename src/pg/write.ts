@@ -69,6 +69,7 @@ import {
   tokensColumn,
   type Layout,
 } from './layout.js';
+import { tooLarge } from './load.js';
 import { readSchemas, writeMeta } from './migrate.js';
 
 type Schemas = Readonly<Record<ResourceName, TableSchema>>;
@@ -100,7 +101,10 @@ export async function applyChanges(
       return change.finish();
     },
     { isolation: 'read committed' },
-  );
+  ).catch((err: unknown) => {
+    // an index entry beyond a page (a search token of thousands of letters): refused as the load refuses it
+    throw tooLarge(err) ?? err;
+  });
 }
 
 /** A column an INSERT writes: its quoted name, the cast of its text, and its text per batch row (null: NULL). */

@@ -570,14 +570,20 @@ describe.skipIf(pgSkip)('random changes (seeded) agree step by step', () => {
 describe.skipIf(pgSkip)('what PostgreSQL cannot store as the in-memory engine does', () => {
   withDatabase('unsupported');
 
-  it('a new field whose name cannot be a column, and text with NUL: PgUnsupportedValue, nothing written', async () => {
+  it('a new field whose name cannot be a column, text with NUL, a token too long for an index: PgUnsupportedValue, nothing written', async () => {
     const p = await Pair.open();
     const { schemas } = await readSchemas(pool, p.layout);
     const before = await p.dump();
+    const rng = new Rng('long token');
     for (const record of [
       { ...listing(0), 'X-Not-A-Column': 'x' },
       { ...listing(0), ['X_' + 'a'.repeat(60)]: 'x' },
       { ...listing(0), PublicRemarks: 'nul \u0000 inside' },
+      // random letters (they do not compress): an index entry of about 6 kB
+      {
+        ...listing(0),
+        PublicRemarks: `a word too long for an index: ${Array.from({ length: 6000 }, () => rng.pick([...'abcdefghijklmnopqrstuvwxyz'])).join('')}`,
+      },
     ]) {
       const done = applyChanges(pool, p.layout, schemas, [{ resource: 'Property', upsert: [record] }], () => NOW);
       await expect(done).rejects.toMatchObject({ code: 'PgUnsupportedValue' });
