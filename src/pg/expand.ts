@@ -111,11 +111,10 @@ export async function expandPage(
   ctx: ExpandContext,
 ): Promise<Array<Record<string, JsonValue>>> {
   const out = parents.map((): Record<string, JsonValue> => ({}));
-  // the statements are independent and sent together: one client runs them in turn, in its
-  // transaction's snapshot; a pool would spread them over connections (and snapshots)
-  const results = await Promise.all(
-    expansions.map((e) => (e.reference !== null ? expandReference(e, e.reference, parents, ctx) : expandChildren(e, parents, ctx))),
-  );
+  // one statement after the other: on one client (a read's snapshot) they run in turn anyway, and
+  // node-postgres deprecates queueing a query on a client that is still running one
+  const results: JsonValue[][] = [];
+  for (const e of expansions) results.push(await (e.reference !== null ? expandReference(e, e.reference, parents, ctx) : expandChildren(e, parents, ctx)));
   for (let p = 0; p < parents.length; p++) {
     for (let e = 0; e < expansions.length; e++) out[p][expansions[e].name] = results[e][p];
   }

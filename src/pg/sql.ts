@@ -6,6 +6,17 @@
 export class Params {
   readonly values: unknown[] = [];
 
+  /**
+   * The values a statement's text refers to: the first n, n its highest placeholder. A statement
+   * built from some of a scope's pieces (a count without the relevance) may use fewer than were
+   * added, but never skips one, since pieces add theirs in the order statements use them.
+   */
+  valuesOf(text: string): unknown[] {
+    let highest = 0;
+    for (const m of text.matchAll(/\$(\d+)/g)) highest = Math.max(highest, Number(m[1]));
+    return this.values.slice(0, highest);
+  }
+
   /** Adds a value and returns its placeholder, `$n` or `$n::cast`. */
   add(value: unknown, cast?: string): string {
     this.values.push(value);
