@@ -32,3 +32,19 @@ export class QueryError extends Error {
     this.details = init.details;
   }
 }
+
+/**
+ * The storage backend cannot answer now (connection lost, server restarting or shutting down, a
+ * statement timeout, no free connection): nothing is wrong with the request, and the same request
+ * may succeed later. The service answers 503 with `Retry-After: retryAfterSeconds`.
+ */
+export class BackendUnavailableError extends QueryError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super('BackendUnavailable', message);
+    this.name = 'BackendUnavailableError';
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+    if (options.cause !== undefined) this.cause = options.cause;
+  }
+}

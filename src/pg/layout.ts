@@ -25,7 +25,7 @@
  * count). `#terms` holds per search field and term the number of live listings holding it (with an
  * index on (field, reverse(term)) besides its key, for one-edit look-ups), and
  * `#search` per search field the live listing count N and the total token length, both kept exact
- * by every write in its transaction. `#meta` holds the layout version, the table schemas, accounts,
+ * by every write in its transaction. `#meta` (json values) holds the layout version, the table schemas, accounts,
  * profiles and the load report.
  */
 import { CATALOG } from '../schema/catalog.js';
@@ -102,16 +102,22 @@ export function isStored(field: FieldDef): boolean {
   return !(field.origin === 'derived' && field.name === 'DaysOnMarket');
 }
 
-/** The SQL type of a stored field. */
+/** The SQL type of a stored field (text columns in the "C" collation: ordinal comparison). */
 export function sqlType(field: Pick<FieldDef, 'type' | 'collection'>): string {
-  if (field.collection) return 'text[] COLLATE "C"';
-  return scalarType(field.type);
+  const type = castType(field);
+  return field.collection || field.type === 'Edm.String' ? `${type} COLLATE "C"` : type;
 }
 
-function scalarType(type: EdmType): string {
-  switch (type) {
+/** The type of a stored field without collation: the cast of a bind parameter holding its text (`$n::<castType>`). */
+export function castType(field: Pick<FieldDef, 'type' | 'collection'>): string {
+  if (field.collection) {
+    // the loader makes collections of strings only (declared ones and local ones alike)
+    if (field.type !== 'Edm.String') throw new Error(`no SQL type for Collection(${field.type})`);
+    return 'text[]';
+  }
+  switch (field.type) {
     case 'Edm.String':
-      return 'text COLLATE "C"';
+      return 'text';
     case 'Edm.Boolean':
       return 'boolean';
     case 'Edm.Int64':
@@ -127,8 +133,8 @@ function scalarType(type: EdmType): string {
     case 'Edm.GeographyPoint':
       return 'geography(Point,4326)';
     default:
-      if (isIntegerType(type)) return 'integer';
-      throw new Error(`no SQL type for ${String(type)}`);
+      if (isIntegerType(field.type)) return 'integer';
+      throw new Error(`no SQL type for ${String(field.type)}`);
   }
 }
 
@@ -153,7 +159,9 @@ export function columnDefinitions(schema: TableSchema): string[] {
 export function createStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out = [
     `CREATE SCHEMA IF NOT EXISTS ${quote(layout.schema)}`,
-    `CREATE TABLE ${layout.meta} (key text PRIMARY KEY, value jsonb NOT NULL)`,
+    // json, not jsonb: the value's text is kept as written (jsonb reorders object keys, and
+    // accounts and profiles come back in the order of their files)
+    `CREATE TABLE ${layout.meta} (key text PRIMARY KEY, value json NOT NULL)`,
     `CREATE TABLE ${layout.terms} (field text NOT NULL, term text COLLATE "C" NOT NULL, df integer NOT NULL CHECK (df > 0), PRIMARY KEY (field, term))`,
     `CREATE TABLE ${layout.search} (field text PRIMARY KEY, n bigint NOT NULL, total_length bigint NOT NULL)`,
   ];
@@ -168,8 +176,8 @@ function indexName(resource: ResourceName, what: string): string {
 
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
- * resources and on each child's link and default order, GiST on geography, GIN on the search
- * tokens and on collections, and the reversed terms of `#terms`.
+ * resources (hash on free text) and on each child's link and default order, GiST on geography,
+ * GIN on the search tokens and on collections, and the reversed terms of `#terms`.
  */
 export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out: string[] = [];
@@ -188,7 +196,11 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         const keys = [column(f), ...order.map((k) => `${column({ name: k.field })}${k.descending ? ' DESC' : ''}`), column({ name: schema.key })];
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
       } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
-        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${column(f)})`);
+        // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
+        // (about 2.7 kB after compression), which would fail the load: a hash index holds only
+        // hashes and still serves equality
+        const method = f.type === 'Edm.String' && f.freeText ? ' USING hash' : '';
+        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table}${method} (${column(f)})`);
       }
     }
     if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
@@ -222,7 +234,9 @@ export function schemaFromJson(resource: ResourceName, value: unknown): TableSch
   for (const f of json.fields as SchemaJson['fields']) {
     if (f.origin === 'local') {
       if (!isColumnName(f.name)) throw new Error(`${resource}.${f.name}: not a column name`);
-      local.push(makeField({ name: f.name, type: f.type as EdmType, collection: f.collection === true, origin: 'local' }));
+      const def = makeField({ name: f.name, type: f.type as EdmType, collection: f.collection === true, origin: 'local' });
+      castType(def); // throws for a type no column holds
+      local.push(def);
     } else {
       const def = CATALOG[resource].field(f.name);
       if (def === undefined || def.origin !== f.origin) throw new Error(`${resource}.${f.name} is not declared by this build of reso-engine`);
