@@ -12,15 +12,16 @@
  *   enough, else `&&` and the count of terms whose words the row holds (`tokens && term's words`
  *   per term) against min_matches. The GIN index on `S#tokens` answers the `@>` / `&&` part.
  * - The score, only where the statement reads it (relevance). When every word is a query term's
- *   exact word (every field but the address one, and address queries with no expansion), a sum of
- *   one termScore per term, each tf read once by array_positions; a term the row lacks scores 0,
- *   and adding 0 leaves a double as it is. Otherwise (prefix and one-edit words at INEXACT_WEIGHT) a subquery
- *   counts the row's tokens, joins them with the words, keeps per term the exact word's score if
- *   the row holds it, else the best inexact one, and sums them in query-term order
- *   (`sum(... ORDER BY term)`: float8 sum adds its inputs in that order, as the in-memory loop
- *   does). Measured at 100k listings (15k rows matching two keywords): array_positions over the
- *   row's ~130 keyword tokens is most of the cost, so each tf is read once; the per-row subquery
- *   of the general case costs about twice as much again, so the exact case does without it.
+ *   exact word (every field but the address one, and address queries with no expansion): one
+ *   termScore per term, each tf read once by array_positions, summed in query-term order; a term
+ *   the row lacks scores 0, and adding 0 leaves a double as it is. Otherwise (prefix and one-edit
+ *   words at INEXACT_WEIGHT) a subquery counts the row's tokens, joins them with the words, keeps
+ *   per term the exact word's score if the row holds it, else the best inexact one, and sums them
+ *   in query-term order (`sum(... ORDER BY term)`: float8 sum is float8pl over its inputs in that
+ *   order, as the in-memory loop adds them). Measured at 100k listings (15k rows matching two
+ *   keywords): array_positions over the row's ~130 keyword tokens is most of the cost, so each tf
+ *   is read once; a per-row subquery over unnest costs about 1.5 to 2 times as much again, so the
+ *   exact case, where most large results are, does without one.
  *
  * One-edit look-ups. A word within one edit of a query word w of L characters is at most one
  * character longer or shorter and shares w's first ⌊L/2⌋ characters or its last L − ⌊L/2⌋ − 1 (an

@@ -12,6 +12,7 @@ import { QueryError } from '../../src/errors.js';
 import { generateListings } from '../../src/generate/dataset.js';
 import { Rng } from '../../src/generate/prng.js';
 import { Layout, tokensColumn } from '../../src/pg/layout.js';
+import { loadIntoPostgres } from '../../src/pg/load.js';
 import { checkSearch, prepareSearchSql, type SearchSql } from '../../src/pg/search.js';
 import { Params, type Queryable } from '../../src/pg/sql.js';
 import type { SearchNode } from '../../src/plan/plan.js';
@@ -21,7 +22,6 @@ import { searchViewOf } from '../live/helpers.js';
 import { ADDRESS_RECORDS, bm25Queries, ERROR_CASES, NAME_RECORDS, randomQueries, THRESHOLD_RECORDS, THRESHOLD_WORDS } from '../search/fixtures.js';
 import { NaiveSearch } from '../search/oracle.js';
 import { freshDatabase, pgSkip } from './helpers.js';
-import { loadSearchTables, schemasOf } from './search-data.js';
 
 type Rec = Record<string, unknown>;
 type Scores = Map<string, number>;
@@ -47,23 +47,10 @@ class Fixture {
     private readonly db: pg.Pool,
   ) {}
 
+  /** The engine's newest generation, its live rows, loaded by the PostgreSQL loader into `schema`. */
   static async load(db: pg.Pool, schema: string, engine: Engine): Promise<Fixture> {
     const gen = (engine as unknown as { gen: Generation }).gen;
-    const table = gen.store.Property;
-    const access = gen.access.of(table);
-    const live = Array.from({ length: table.rowCount }, (_, row) => row).filter((row) => !access.isDead(row));
-    const client = await db.connect();
-    try {
-      await loadSearchTables(
-        client,
-        new Layout(schema),
-        schemasOf((r) => gen.store.table(r)),
-        table,
-        live,
-      );
-    } finally {
-      client.release();
-    }
+    await loadIntoPostgres(db, new Layout(schema), gen.store, { access: gen.access });
     return new Fixture(engine, new Layout(schema), db);
   }
 
@@ -314,6 +301,32 @@ describe.skipIf(pgSkip)('search.text in PostgreSQL', () => {
         expect(params.values.flat()).toContain(word);
       }
       expect(statements[1]).toBe(statements[2]);
+    });
+
+    it("reads the statistics in one statement, whose prefix and one-edit look-ups are ranges of #terms' indexes", async () => {
+      const seen: Array<{ text: string; values: readonly unknown[] }> = [];
+      const recording: Queryable = {
+        query: (text, values) => {
+          seen.push({ text, values: values ?? [] });
+          return db.query(text, values as unknown[]) as never;
+        },
+      };
+      await prepareSearchSql(recording, gen.layout, node('RawAddressSearchText', 'washingtn street seatt'), 'p', new Params(), 0);
+      expect(seen).toHaveLength(1);
+      const client = await db.connect();
+      try {
+        await client.query('SET enable_seqscan = off');
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${seen[0].text}`, seen[0].values as unknown[]);
+        const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+        // the prefix, the first half of each one-edit word on the key, the last part on the reversed terms
+        expect(plan).toMatch(/Index Cond: \(\(field = .*\) AND \(term >= \(p\.prefix\)/);
+        expect(plan).toMatch(/Index Cond: \(\(field = .*\) AND \(term >= \(f\.head\)/);
+        expect(plan).toMatch(/Index Scan on "#terms#reverse"/);
+        expect(plan).not.toContain('Seq Scan');
+      } finally {
+        await client.query('RESET enable_seqscan');
+        client.release();
+      }
     });
 
     it('a statement that only filters binds only the parameters of its test; reading the score adds the rest, once', async () => {
