@@ -86,7 +86,7 @@ export function respond(
 }
 
 /** The next page's relative URL: the same options with the next $skip, the rest of $top and the token. */
-function nextPageOf(plan: Plan, token: string): string {
+export function nextPageOf(plan: Plan, token: string): string {
   const { skip, rows, top } = plan.page;
   const next: ParsedQuery = { ...plan.query, skip: skip + rows, skiptoken: token, ...(top !== undefined ? { top: top - rows } : {}) };
   return `${pathOf(plan)}?${printQueryOptions(next)
@@ -101,7 +101,7 @@ function pathOf(plan: Plan): string {
 }
 
 /** The context URL's fragment: the entity set of the rows, or the path of contained ones. */
-function contextOf(plan: Plan): string {
+export function contextOf(plan: Plan): string {
   const topLevel = (QUERY_RESOURCES as readonly string[]).includes(plan.resource);
   return topLevel ? plan.resource : pathOf(plan);
 }

@@ -117,7 +117,9 @@ function bad(field: FieldDef, value: unknown): never {
 
 /**
  * The text of a field's column from the record's JSON value (as `Table.record` gives it), or null
- * for SQL NULL; an absent collection is `{}` (the column is never null).
+ * for SQL NULL; an absent collection is `{}` (the column is never null). It reads every value a
+ * feed can carry; a derived instant outside years 0-9999 has a canonical text no ISO 8601 parser
+ * reads, so rows of a loaded table are encoded by `fieldColumns`, which reads the instant itself.
  */
 export function encodeField(field: FieldDef, value: JsonValue | undefined): string | null {
   const where = `field ${field.name}`;

@@ -175,8 +175,8 @@ function indexName(resource: ResourceName, what: string): string {
 
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
- * resources and on each child's link and default order, GiST on geography, GIN on the search
- * tokens and on collections.
+ * resources (hash on free text) and on each child's link and default order, GiST on geography,
+ * GIN on the search tokens and on collections.
  */
 export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out: string[] = [];
@@ -195,7 +195,11 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         const keys = [column(f), ...order.map((k) => `${column({ name: k.field })}${k.descending ? ' DESC' : ''}`), column({ name: schema.key })];
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
       } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
-        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${column(f)})`);
+        // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
+        // (about 2.7 kB after compression), which would fail the load: a hash index holds only
+        // hashes and still serves equality
+        const method = f.type === 'Edm.String' && f.freeText ? ' USING hash' : '';
+        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table}${method} (${column(f)})`);
       }
     }
     if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);

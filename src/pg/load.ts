@@ -33,6 +33,17 @@ export interface PgLoadOptions {
    * Default: every row (a store as loaded has no dead row).
    */
   readonly access?: { of(table: Table): { isDead(row: number): boolean } };
+  /** Called after each step (a table's COPY, the term statistics, the indexes, ANALYZE) with the milliseconds it took. */
+  readonly onProgress?: (step: PgLoadStep) => void;
+}
+
+export interface PgLoadStep {
+  readonly step: 'copy' | 'terms' | 'indexes' | 'analyze';
+  /** The table a COPY filled. */
+  readonly resource?: ResourceName;
+  /** Rows written (COPY, terms). */
+  readonly rows?: number;
+  readonly ms: number;
 }
 
 export interface PgLoadSummary {
@@ -42,7 +53,7 @@ export interface PgLoadSummary {
   readonly ms: number;
 }
 
-/** Rows of COPY text sent as one chunk. */
+/** COPY text goes to the server in chunks of about this many characters. */
 const CHUNK_CHARS = 1 << 16;
 
 /** The per-field token counts of the live listings, for `#terms` and `#search`. */
@@ -142,6 +153,8 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
   for (const r of RESOURCE_NAMES) schemas[r] = store.table(r).schema;
   const tables = {} as Record<ResourceName, number>;
   await transaction(pool, async (client) => {
+    // a pool's statement timeout is for queries; a load's COPYs and index builds take what they take
+    await client.query('SET LOCAL statement_timeout = 0');
     // one load of a schema at a time: a second waits, then finds the first one's layout
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reso-engine load ${layout.schema}`]);
     const state = await schemaState(client, layout);
@@ -160,6 +173,12 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
     }
     await createLayout(client, layout, schemas);
 
+    let at = performance.now();
+    const done = (step: Omit<PgLoadStep, 'ms'>): void => {
+      const now = performance.now();
+      options.onProgress?.({ ...step, ms: now - at });
+      at = now;
+    };
     const statistics = new Map<SearchFieldName, TermStatistics>(SEARCH_FIELDS.map((s) => [s, { df: new Map(), n: 0, totalLength: 0 }]));
     for (const r of RESOURCE_NAMES) {
       const table = store.table(r);
@@ -169,20 +188,40 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
       const count = { rows: 0 };
       await copyInto(client, layout.table(r), source.columns, liveRows(table, isDead, count, source.line));
       tables[r] = count.rows;
+      done({ step: 'copy', resource: r, rows: count.rows });
     }
     await copyInto(client, layout.terms, ['field', 'term', 'df'], termLines(statistics));
     for (const [field, stats] of statistics) {
       await client.query(`UPDATE ${layout.search} SET n = $2, total_length = $3 WHERE field = $1`, [field, stats.n, stats.totalLength]);
     }
+    done({ step: 'terms', rows: [...statistics.values()].reduce((n, stats) => n + stats.df.size, 0) });
 
+    // index builds sort in memory up to this much (the default, 64 MB, spills to disk at 100k listings)
+    await client.query(`SET LOCAL maintenance_work_mem = '256MB'`);
     for (const statement of indexStatements(layout, schemas)) await client.query(statement);
+    done({ step: 'indexes' });
     for (const r of RESOURCE_NAMES) await client.query(`ANALYZE ${layout.table(r)}`);
     await client.query(`ANALYZE ${layout.terms}`);
+    done({ step: 'analyze' });
     await writeMeta(client, layout, 'accounts', store.accounts);
     await writeMeta(client, layout, 'profiles', store.profiles);
     await writeMeta(client, layout, 'report', store.report);
+  }).catch((err: unknown) => {
+    throw tooLarge(err) ?? err;
   });
   return { tables, ms: performance.now() - started };
+}
+
+/**
+ * PostgreSQL's program_limit_exceeded (54000) as PgUnsupportedValue: an index entry (a text value
+ * of an indexed field, a search token of thousands of letters) beyond what an index page holds.
+ */
+function tooLarge(err: unknown): QueryError | null {
+  if ((err as { code?: unknown } | null)?.code !== '54000') return null;
+  return new QueryError(
+    'PgUnsupportedValue',
+    `A value is too large for a PostgreSQL index (${(err as Error).message}); PostgreSQL cannot store it as the in-memory engine does, so the data cannot be written there.`,
+  );
 }
 
 function* termLines(statistics: ReadonlyMap<SearchFieldName, TermStatistics>): Generator<string> {

@@ -177,6 +177,8 @@ export async function checkLayout(pool: pg.Pool, layout: Layout, options: CheckL
     const path = migrationPath(migrations, now.version, target);
     if (path === null) throw tooOld(layout, now, target);
     await client.query(`SET LOCAL search_path TO ${quote(layout.schema)}, public`);
+    // a pool's statement timeout is for queries, not for rewriting tables
+    await client.query('SET LOCAL statement_timeout = 0');
     for (const m of path) for (const statement of m.up) await client.query(statement);
     await writeMeta(client, layout, 'layout', layoutRecord(target));
     return { version: target, migratedFrom: path.map((m) => m.from) };

@@ -16,8 +16,5 @@ export class Params {
 
 /** Anything that runs a parameterized statement: a pg Pool or a checked-out PoolClient. */
 export interface Queryable {
-  query<R extends Record<string, unknown> = Record<string, unknown>>(
-    text: string,
-    values?: readonly unknown[],
-  ): Promise<{ rows: R[]; rowCount: number | null }>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
 }

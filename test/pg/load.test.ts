@@ -221,6 +221,15 @@ describe.skipIf(pgSkip)('bulk load into PostgreSQL', () => {
     });
   });
 
+  it('a pool’s statement timeout does not cut a load short', async () => {
+    const pool = openPool(await freshDatabase('timeout'), { statementTimeoutMs: 20 });
+    pools.push(pool);
+    const store = await loadDataDirectory(DEFAULT_DATA_DIR, { now: () => NOW });
+    const summary = await loadIntoPostgres(pool, new Layout('reso'), store);
+    expect(summary.tables.Media).toBe(store.Media.rowCount);
+    await expect(pool.query('SELECT pg_sleep(5)')).rejects.toMatchObject({ code: '57014' });
+  });
+
   it('a generated data set (listings with Media, OpenHouse, PropertyChange, Member, Office) loads exactly', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'reso-pgload-gen-'));
     dirs.push(dir);
@@ -372,6 +381,41 @@ describe.skipIf(pgSkip)('bulk load into PostgreSQL', () => {
       // the pool's connections are all usable after the aborted COPYs
       const checks = await Promise.all([1, 2, 3].map(() => pool.query<{ one: number }>('SELECT 1 AS one')));
       expect(checks.map((c) => c.rows[0].one)).toEqual([1, 1, 1]);
+    });
+
+    /** Letters that barely compress (a fixed linear congruential sequence), a space after every `word` of them. */
+    const letters = (n: number, word: number): string => {
+      let x = 12345;
+      let out = '';
+      for (let i = 0; i < n; i++) {
+        x = (x * 1103515245 + 12345) % 2 ** 31;
+        out += String.fromCharCode(97 + (x % 26)) + ((i + 1) % word === 0 ? ' ' : '');
+      }
+      return out;
+    };
+
+    it('free text far longer than an index entry (remarks, URLs, a bio) loads and reads back', async () => {
+      const remarks = letters(20_000, 7);
+      const dir = dataDir({
+        'Property.jsonl': jsonl([
+          listing('LONG', { PublicRemarks: remarks, ListingURL: `https://x.test/${letters(9000, 9000)}`, ListingId: letters(5000, 8) }),
+        ]),
+        'Member.jsonl': jsonl([{ MemberKey: 'M', MemberBio: remarks }]),
+      });
+      const store = await loadDataDirectory(dir, { now: () => NOW });
+      const pool = await newPool();
+      await loadIntoPostgres(pool, new Layout('long'), store);
+      await expectSameAsMemory(pool, new Layout('long'), generation(store));
+    });
+
+    it('a search token longer than an index entry can be: PgUnsupportedValue, nothing left', async () => {
+      const store = await loadDataDirectory(dataDir({ 'Property.jsonl': jsonl([listing('T', { PublicRemarks: letters(6000, 6000) })]) }));
+      const pool = await newPool();
+      const err = (await loadIntoPostgres(pool, new Layout('token'), store).catch((e: unknown) => e)) as QueryError;
+      expect(err).toBeInstanceOf(QueryError);
+      expect(err.code).toBe('PgUnsupportedValue');
+      expect(err.message).toMatch(/too large for a PostgreSQL index/);
+      expect(await schemaExists(pool, 'token')).toBe(false);
     });
 
     it('an integer beyond bigint cannot be stored: PgUnsupportedValue', async () => {
