@@ -95,7 +95,7 @@ export type ChildNavigation = Exclude<
 >;
 
 /** The alias of the child (or Member/Office) table in the statements expandPage builds. */
-const CHILD = 'c';
+const C = 'c';
 const RN = quote('#rn');
 const PICK = quote('#pick');
 const FIRST = quote('#first');
@@ -247,7 +247,7 @@ function stringLiteral(value: string): string {
 function filterContext(schema: TableSchema, params: Params, nowMs: number): FilterContext {
   return {
     schema,
-    alias: CHILD,
+    alias: C,
     params,
     nowMs,
     search: () => {
@@ -279,14 +279,13 @@ async function expandChildren(e: BoundExpansion, parents: readonly ExpandParent[
     'text[]',
   );
   const filter = e.filter === null ? null : compileFilter(e.filter, fc);
-  const scope = scopeOf(e.name as ChildNavigation, schema, ctx.layout, CHILD, 'k.key', filter);
+  const scope = scopeOf(e.name as ChildNavigation, schema, ctx.layout, C, 'k.key', filter);
   const order = (e.order.length > 0 ? [...orderItems(e.order, fc), scope.keyOrder] : scope.defaultOrder).join(', ');
-  const reader = recordReader(schema, CHILD, e.select);
-  const c = CHILD;
+  const reader = recordReader(schema, C, e.select);
   const text =
     `SELECT k.i, ${reader.columns} FROM unnest(${keys}) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL (` +
-    `SELECT ${c}.*, row_number() OVER (ORDER BY ${order}) AS ${RN} FROM ${scope.from} WHERE ${scope.where} ` +
-    `ORDER BY ${order} OFFSET ${params.add(e.skip, 'bigint')} LIMIT ${params.add(e.top, 'bigint')}) AS ${c} ORDER BY k.i, ${c}.${RN}`;
+    `SELECT ${C}.*, row_number() OVER (ORDER BY ${order}) AS ${RN} FROM ${scope.from} WHERE ${scope.where} ` +
+    `ORDER BY ${order} OFFSET ${params.add(e.skip, 'bigint')} LIMIT ${params.add(e.top, 'bigint')}) AS ${C} ORDER BY k.i, ${C}.${RN}`;
   for (const row of await arrayRows(ctx.db, text, params.values)) {
     out[Number(row[0]) - 1].push(finish(reader.decode(row, 1, ctx.nowMs), ctx.ignoreNulls));
   }
@@ -304,14 +303,13 @@ async function expandReference(e: BoundExpansion, field: string, parents: readon
   const schema = ctx.schemaOf(e.resource);
   const params = new Params();
   const fc = filterContext(schema, params, ctx.nowMs);
-  const c = CHILD;
-  const key = `${c}.${column({ name: schema.key })}`;
+  const key = `${C}.${column({ name: schema.key })}`;
   const conditions = [`${key} = ANY(${params.add(keys, 'text[]')})`];
-  const visible = sourceCondition(schema, c, ctx.sources, params);
+  const visible = sourceCondition(schema, C, ctx.sources, params);
   if (visible !== null) conditions.push(visible);
   if (e.filter !== null) conditions.push(`(${compileFilter(e.filter, fc)})`);
-  const reader = recordReader(schema, CHILD, e.select);
-  const text = `SELECT ${key}, ${reader.columns} FROM ${ctx.layout.table(e.resource)} AS ${c} WHERE ${conditions.join(' AND ')}`;
+  const reader = recordReader(schema, C, e.select);
+  const text = `SELECT ${key}, ${reader.columns} FROM ${ctx.layout.table(e.resource)} AS ${C} WHERE ${conditions.join(' AND ')}`;
   const rows = new Map<string, unknown[]>();
   for (const row of await arrayRows(ctx.db, text, params.values)) rows.set(row[0] as string, row);
   // each parent gets a record of its own (callers may change one)

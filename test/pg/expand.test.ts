@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, type EngineOpenOptions } from '../../src/engine.js';
@@ -285,6 +286,118 @@ describe.skipIf(pgSkip)('expandPage on the default data set', () => {
 // A generated data set of its own
 // ---------------------------------------------------------------------------------------------
 
+/** What a generated nested option may name, per navigation property. */
+interface NavArbitrary {
+  readonly atoms: ReadonlyArray<fc.Arbitrary<string>>;
+  /** Sort keys of $orderby (fields and expressions). */
+  readonly order: readonly string[];
+  readonly select: readonly string[];
+  readonly single: boolean;
+}
+
+const cmp = fc.constantFrom('lt', 'le', 'gt', 'ge', 'eq', 'ne');
+const MEDIA: NavArbitrary = {
+  atoms: [
+    fc.tuple(cmp, fc.constantFrom('null', '1', '3', '8', '20')).map(([op, v]) => `Order ${op} ${v}`),
+    fc.tuple(cmp, fc.constantFrom('null', '640', '1024', '2048')).map(([op, v]) => `ImageWidth ${op} ${v}`),
+    fc.constantFrom('Photo', 'Video', 'Floor Plan', 'Document').map((v) => `MediaCategory eq '${v}'`),
+    fc.constantFrom('true', 'false', 'null').map((v) => `PreferredPhotoYN eq ${v}`),
+    fc.constantFrom(2023, 2024, 2025).map((y) => `year(ModificationTimestamp) eq ${y}`),
+    fc.constantFrom('/1', '3.jpg', 'crmls').map((v) => `contains(MediaURL,'${v}')`),
+    fc.integer({ min: -500, max: 1500 }).map((n) => `ImageWidth sub ImageHeight gt ${n}`),
+    fc.constantFrom('Kitchen', 'Laundry', 'Front of Structure').map((v) => `ImageOf ne '${v}'`),
+  ],
+  order: [
+    'Order',
+    'Order desc',
+    'ImageWidth desc',
+    'ImageHeight',
+    'MediaCategory',
+    'MediaCategory desc',
+    'ModificationTimestamp desc',
+    'PreferredPhotoYN desc',
+    'length(MediaURL)',
+    'ImageOf',
+  ],
+  select: ['Order', 'MediaCategory', 'ImageWidth', 'MediaURL', 'PreferredPhotoYN', 'ModificationTimestamp', 'ImageOf'],
+  single: false,
+};
+const NAV_ARBITRARIES: Readonly<Record<string, NavArbitrary>> = {
+  Media: MEDIA,
+  PreferredMedia: MEDIA,
+  OpenHouse: {
+    atoms: [
+      fc.constantFrom('lt', 'gt', 'eq').map((op) => `OpenHouseStartTime ${op} now()`),
+      fc.constantFrom('Public', 'Broker').map((v) => `OpenHouseType eq '${v}'`),
+      fc.constantFrom('Active', 'Ended', 'Canceled').map((v) => `OpenHouseStatus ne '${v}'`),
+      fc.constantFrom('2025-05-30', '2025-06-10').map((d) => `OpenHouseDate ge ${d}`),
+      fc.constantFrom(11, 12, 13, 17).map((h) => `hour(OpenHouseStartTime) ge ${h}`),
+    ],
+    order: ['OpenHouseStartTime desc', 'OpenHouseEndTime', 'OpenHouseType', 'OpenHouseDate desc', 'ShowingAgentLastName'],
+    select: ['OpenHouseStartTime', 'OpenHouseDate', 'OpenHouseType', 'ListingKey', 'ShowingAgentFirstName'],
+    single: false,
+  },
+  PropertyChange: {
+    atoms: [
+      fc.constantFrom('ListPrice', 'StandardStatus').map((v) => `FieldName eq '${v}'`),
+      fc.constantFrom('Pending', 'Price Change', 'Closed').map((v) => `ChangeType ne '${v}'`),
+      fc.constantFrom('eq', 'ne').map((op) => `PreviousValue ${op} null`),
+      fc.constantFrom('2024-01-01T00:00:00Z', '2025-01-01T00:00:00Z').map((t) => `ModificationTimestamp lt ${t}`),
+    ],
+    order: ['ModificationTimestamp', 'FieldName desc', 'NewValue', 'ChangeType desc'],
+    select: ['FieldName', 'NewValue', 'PreviousValue', 'ModificationTimestamp'],
+    single: false,
+  },
+  ListAgent: {
+    atoms: [
+      fc.constantFrom('M', 'S', 'J').map((v) => `startswith(MemberLastName,'${v}')`),
+      fc.constantFrom('Active', 'Inactive').map((v) => `MemberStatus eq '${v}'`),
+    ],
+    order: [],
+    select: ['MemberFullName', 'OfficeKey', 'MemberEmail'],
+    single: true,
+  },
+  BuyerOffice: {
+    atoms: [fc.constantFrom('Seattle', 'Houston', 'Tampa').map((v) => `OfficeCity ne '${v}'`)],
+    order: [],
+    select: ['OfficeName', 'OfficeCity'],
+    single: true,
+  },
+};
+
+function filterOf(atoms: ReadonlyArray<fc.Arbitrary<string>>): fc.Arbitrary<string> {
+  const atom = fc.oneof(...atoms);
+  return fc.letrec<{ expr: string }>((tie) => ({
+    expr: fc.oneof(
+      { depthSize: 'small' },
+      atom,
+      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `${a} and ${b}`),
+      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `(${a} or ${b})`),
+      tie('expr').map((a) => `not (${a})`),
+    ),
+  })).expr;
+}
+
+/** One `$expand` item with generated nested options. */
+function expandItem(name: string): fc.Arbitrary<string> {
+  const a = NAV_ARBITRARIES[name];
+  const parts = [
+    fc.option(filterOf(a.atoms).map((f) => `$filter=${f}`)),
+    fc.option(fc.subarray([...a.select], { minLength: 1 }).map((f) => `$select=${f.join(',')}`)),
+    ...(a.single
+      ? []
+      : [
+          fc.option(fc.subarray([...a.order], { minLength: 1, maxLength: 3 }).map((o) => `$orderby=${o.join(',')}`)),
+          fc.option(fc.integer({ min: 0, max: 4 }).map((n) => `$skip=${n}`)),
+          fc.option(fc.integer({ min: 0, max: 6 }).map((n) => `$top=${n}`)),
+        ]),
+  ];
+  return fc.tuple(...parts).map((opts) => {
+    const given = opts.filter((o): o is string => o !== null);
+    return given.length ? `${name}(${given.join(';')})` : name;
+  });
+}
+
 describe.skipIf(pgSkip)('expandPage on another generated data set', () => {
   let f: Fixture;
   beforeAll(async () => {
@@ -299,6 +412,21 @@ describe.skipIf(pgSkip)('expandPage on another generated data set', () => {
     for (const expand of EXPANDS.slice(0, 6).concat(EXPANDS.slice(-3))) {
       for (const s of sources) await expectSamePage(f, `$select=ListingKey,ListPrice&$orderby=ListPrice desc&$top=600&$expand=${expand}`, s);
     }
+  });
+
+  it('generated nested $filter/$orderby/$select/$skip/$top (fast-check), pages and accounts', async () => {
+    const names = fc.subarray(Object.keys(NAV_ARBITRARIES), { minLength: 1, maxLength: 3 });
+    const query = names.chain((ns) => fc.tuple(fc.tuple(...ns.map(expandItem)), fc.integer({ min: 0, max: 550 }), fc.constantFrom(...SOURCES), fc.boolean()));
+    let children = 0;
+    await fc.assert(
+      fc.asyncProperty(query, async ([items, skip, sources, ignoreNulls]) => {
+        const q = `$select=ListingKey&$top=50&$skip=${skip}&$expand=${items.join(',')}${ignoreNulls ? '&$ignorenulls=true' : ''}`;
+        const records = await expectSamePage(f, q, sources);
+        for (const r of records) for (const v of Object.values(r)) if (Array.isArray(v)) children += v.length;
+      }),
+      { seed: 20251126, numRuns: 120 },
+    );
+    expect(children).toBeGreaterThan(1000);
   });
 });
 
