@@ -793,8 +793,8 @@ class Compiler {
       const k = right.kind === 'const' ? right.value : constantValue(right, this.ctx.nowMs);
       if (k === null) {
         // null rules: both null is eq, ge and le; one null is ne
-        const x = this.value(left, domain).text;
-        return op === 'gt' || op === 'lt' ? 'false' : `(${x} ${op === 'ne' ? 'IS NOT NULL' : 'IS NULL'})`;
+        if (op === 'gt' || op === 'lt') return 'false';
+        return `(${this.value(left, domain).text} ${op === 'ne' ? 'IS NOT NULL' : 'IS NULL'})`;
       }
       if (left.kind === 'field') {
         const fast = this.fieldCompare(left.field, op, k);
@@ -1004,7 +1004,13 @@ class Compiler {
   }
 
   private number(b: Bound): Sql {
-    if (isConstant(b)) return this.constant(b, 'number');
+    if (isConstant(b)) {
+      // PostgreSQL folds constant subexpressions when it plans, even in CASE branches that the
+      // guards of the arithmetic below never take (and a custom plan makes parameters constants):
+      // a subselect keeps the value out of reach of that folding.
+      const c = this.constant(b, 'number');
+      return { ...c, text: `(SELECT ${c.text})` };
+    }
     switch (b.kind) {
       case 'field':
         return isStored(b.field) ? plain(`${this.column(b.field)}::float8`, true) : this.daysOnMarket();
@@ -1095,10 +1101,11 @@ class Compiler {
         return `(${s.text} || ${this.text(b.args[1]).text})`;
       case 'substring': {
         // slice(max(0, start)[, start + max(0, length)]) over characters; NaN counts as 0 there
+        // (and GREATEST/LEAST skip NULLs, so nulls are tested first)
         const start = this.number(b.args[1]);
         const from = (x: string): string => `(LEAST(GREATEST(${x}, 0::float8), 1e9::float8) + 1)::int`;
         if (b.args.length < 3) {
-          return this.bind([start], (x) => `substr(${s.text}, CASE WHEN ${x} = ${NAN} THEN 1 ELSE ${from(x)} END)`);
+          return this.bind([start], (x) => `substr(${s.text}, CASE WHEN ${x} IS NULL THEN NULL WHEN ${x} = ${NAN} THEN 1 ELSE ${from(x)} END)`);
         }
         const length = this.number(b.args[2]);
         return this.bind(
