@@ -638,10 +638,10 @@ function typedFilter(): fc.Arbitrary<string> {
       fc.tuple(tie('str'), tie('int'), tie('int')).map(([s, i, n]) => `substring(${s},${i},${n})`),
     ),
     date: fc.oneof(
-      lit(['ListingContractDate', 'CloseDate', ...DATES]),
+      lit(['ListingContractDate', 'CloseDate', '0000-02-29', ...DATES]),
       tie('ts').map((t) => `date(${t})`),
     ),
-    ts: fc.oneof(lit(['ModificationTimestamp', 'OnMarketTimestamp', 'now()', ...TIMESTAMPS])),
+    ts: fc.oneof(lit(['ModificationTimestamp', 'OnMarketTimestamp', 'now()', '0000-01-01T00:00:00+01:00', ...TIMESTAMPS])),
     pred: fc.oneof(
       fc.tuple(fc.constantFrom('eq', 'ne', 'lt', 'ge'), stringLiterals).map(([op, s]) => `x ${op} ${s}`),
       stringLiterals.map((s) => `startswith(x,${s})`),
@@ -753,6 +753,10 @@ describe.skipIf(pgSkip)('compiled filters on a data set of edge values', () => {
     'second(ModificationTimestamp) eq 59',
     'date(ModificationTimestamp) eq 2024-02-29',
     'ListingContractDate le 1969-12-31',
+    // before year 1 (PostgreSQL counts 1 BC where JavaScript has year 0)
+    'ModificationTimestamp gt 0000-03-01T00:00:00+01:00',
+    'ListingContractDate in (0000-02-29, 1969-12-31)',
+    'date(ModificationTimestamp) gt 0000-02-29 and year(0000-01-01T00:30:00+01:00) eq -1',
     'year(CloseDate) ge 2999',
     'DaysOnMarket eq 0',
     'DaysOnMarket ge 1',
