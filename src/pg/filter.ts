@@ -139,7 +139,7 @@ function scaled(v: string): string {
   return `(${v} * CASE WHEN abs(${v}) < ${f8(pow2(-511))} THEN ${f8(pow2(600))} WHEN abs(${v}) >= ${f8(pow2(511))} THEN ${f8(pow2(-600))} ELSE 1::float8 END)`;
 }
 
-/** Whether a positive double is a power of two (an exact product of two such is one too). */
+/** Whether |v| (nonzero, finite) is a power of two: only a product of two of them is one exactly. */
 function isPowerOfTwo(v: string): string {
   return `(abs(${v}) = power(2::float8, round(ln(abs(${v})) / ln(2::float8))))`;
 }
@@ -980,7 +980,8 @@ class Compiler {
       col,
       this.param(lon, 'float8'),
       this.param(lat, 'float8'),
-      this.param(Math.cos(lat * RAD), 'float8'),
+      // (a subselect, as every constant in the arithmetic: out of reach of constant folding)
+      `(SELECT ${this.param(Math.cos(lat * RAD), 'float8')})`,
       this.param(meters, 'float8'),
       this.next('g'),
     );

@@ -638,10 +638,10 @@ function typedFilter(): fc.Arbitrary<string> {
       fc.tuple(tie('str'), tie('int'), tie('int')).map(([s, i, n]) => `substring(${s},${i},${n})`),
     ),
     date: fc.oneof(
-      lit(['ListingContractDate', 'CloseDate', ...DATES]),
+      lit(['ListingContractDate', 'CloseDate', '0000-02-29', ...DATES]),
       tie('ts').map((t) => `date(${t})`),
     ),
-    ts: fc.oneof(lit(['ModificationTimestamp', 'OnMarketTimestamp', 'now()', ...TIMESTAMPS])),
+    ts: fc.oneof(lit(['ModificationTimestamp', 'OnMarketTimestamp', 'now()', '0000-01-01T00:00:00+01:00', ...TIMESTAMPS])),
     pred: fc.oneof(
       fc.tuple(fc.constantFrom('eq', 'ne', 'lt', 'ge'), stringLiterals).map(([op, s]) => `x ${op} ${s}`),
       stringLiterals.map((s) => `startswith(x,${s})`),
@@ -753,6 +753,10 @@ describe.skipIf(pgSkip)('compiled filters on a data set of edge values', () => {
     'second(ModificationTimestamp) eq 59',
     'date(ModificationTimestamp) eq 2024-02-29',
     'ListingContractDate le 1969-12-31',
+    // before year 1 (PostgreSQL counts 1 BC where JavaScript has year 0)
+    'ModificationTimestamp gt 0000-03-01T00:00:00+01:00',
+    'ListingContractDate in (0000-02-29, 1969-12-31)',
+    'date(ModificationTimestamp) gt 0000-02-29 and year(0000-01-01T00:30:00+01:00) eq -1',
     'year(CloseDate) ge 2999',
     'DaysOnMarket eq 0',
     'DaysOnMarket ge 1',
@@ -775,6 +779,40 @@ describe.skipIf(pgSkip)('compiled filters on a data set of edge values', () => {
     "geo.distance(Location, geography'POINT(-122.3321 47.6062)') le 1",
   ])('%s', async (f) => {
     await pair.expectSame('Property', f);
+  });
+
+  it('prepared once and reused with other literals (generic plans): the same rows every time', async () => {
+    const client = await pair.db.pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      const shapes: Array<(i: number) => string> = [
+        (i) =>
+          `ListPrice mul ${['1e10', '5e-324', '1.7976931348623157e308', '2', '-1e-300', '0', '1e999', '0.1'][i]} gt ${['1e300', '0', '1', '-1', '7', '1e-320', '0', '0.3'][i]}`,
+        (i) => `City lt ${quote(STRINGS[(i * 5) % STRINGS.length])} or substring(City,${i - 2},${i}) eq ${quote(STRINGS[i])}`,
+        (i) => `BedroomsTotal in (${i}, ${i + 0.5}, ${INTEGERS[i]}${i % 2 ? ', null' : ''}) or DaysOnMarket le ${i * 100 - 3}`,
+        (i) =>
+          `geo.distance(RawLocation, geography'POINT(${POINTS[i][0]} ${POINTS[i][1]})') le ${['1', '1000000', '2e7', '0', '1e-300', '5e5', '1e999', '3e6'][i]}`,
+        (i) => `LivingArea mod ${['7', '0.1', '1e-310', '-3', '1e300', '2.5', '1e999', '0'][i]} lt ${i}`,
+      ];
+      for (const shape of shapes) {
+        const first = new Params();
+        const text = compileFilter(pair.bound('Property', shape(0)), pair.context('Property', first));
+        for (let i = 0; i < 8; i++) {
+          const params = new Params();
+          const filter = shape(i);
+          expect(compileFilter(pair.bound('Property', filter), pair.context('Property', params)), filter).toBe(text);
+          const res = await client.query<{ k: string }>({
+            name: `shape${shapes.indexOf(shape)}`,
+            text: `SELECT t."ListingKey" AS k FROM ${pair.db.layout.table('Property')} t WHERE (${text})`,
+            values: params.values,
+          });
+          expect(res.rows.map((r) => r.k).sort(byCodeUnit), filter).toEqual(pair.memoryKeys('Property', filter));
+        }
+      }
+    } finally {
+      await client.query('RESET plan_cache_mode');
+      client.release();
+    }
   });
 
   it('generated well-typed filters over every kind of value (fast-check): the same rows', async () => {
