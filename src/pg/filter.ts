@@ -29,7 +29,9 @@ import type { ArithmeticOperator, CompareOperator } from '../odata/ast.js';
 import type { Bound, Value, ValueType } from '../plan/bound.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { isIntegerType, type FieldDef } from '../schema/types.js';
-import { column, isStored, quote } from './layout.js';
+import { column, isStored, quote, utf16Order } from './layout.js';
+
+export { utf16Order };
 import type { Params } from './sql.js';
 
 export interface FilterContext {
@@ -72,17 +74,6 @@ export function compileValue(b: Bound, ctx: FilterContext): string {
   if (b.kind === 'field' && isStored(b.field)) return c.column(b.field);
   const v = c.value(b, domain);
   return v.nan ? `NULLIF(${v.text}, ${NAN})` : v.text;
-}
-
-/**
- * A text expression rewritten so that `COLLATE "C"` (code point) order on the result is the
- * UTF-16 code unit order of JavaScript on the original: U+10FFFF becomes U+10FFFF U+0001, and
- * each character of U+E000..U+FFFF is preceded by U+10FFFF, so they sort after every
- * supplementary character as their UTF-16 units do. The rewrite is injective and keeps every other
- * comparison as it was.
- */
-export function utf16Order(text: string): string {
-  return `(regexp_replace(regexp_replace(${text}, U&'\\+10FFFF', U&'\\+10FFFF\\0001', 'g'), '([\\uE000-\\uFFFF])', U&'\\+10FFFF' || '\\1', 'g') COLLATE "C")`;
 }
 
 /** `utf16Order` in JavaScript, for constants. */

@@ -105,6 +105,17 @@ export function lengthColumn(field: SearchFieldName): string {
   return quote(`${field}#length`);
 }
 
+/**
+ * A text expression rewritten so that `COLLATE "C"` (code point) order on the result is the
+ * UTF-16 code unit order of JavaScript on the original: U+10FFFF becomes U+10FFFF U+0001, and
+ * each character of U+E000..U+FFFF is preceded by U+10FFFF, so they sort after every
+ * supplementary character as their UTF-16 units do. The rewrite is injective and keeps every other
+ * comparison as it was.
+ */
+export function utf16Order(text: string): string {
+  return `(regexp_replace(regexp_replace(${text}, U&'\\+10FFFF', U&'\\+10FFFF\\0001', 'g'), '([\\uE000-\\uFFFF])', U&'\\+10FFFF' || '\\1', 'g') COLLATE "C")`;
+}
+
 /** Whether the field is stored (DaysOnMarket is computed). */
 export function isStored(field: FieldDef): boolean {
   return !(field.origin === 'derived' && field.name === 'DaysOnMarket');
@@ -222,6 +233,8 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table}${method} (${column(f)})`);
       }
     }
+    // the key in JavaScript's UTF-16 order: what top-level orders end with and keyset pages continue after (src/pg/query.ts)
+    if (parent === null) out.push(`CREATE INDEX ${indexName(r, '#key')} ON ${table} (${utf16Order(column({ name: schema.key }))})`);
     if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
   }
   // One-edit look-ups find the terms ending like a query word by a range of reversed terms (src/pg/search.ts).

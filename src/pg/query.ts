@@ -24,7 +24,7 @@ import type { JsonValue } from '../store/columns.js';
 import { compileApply } from './apply.js';
 import { childrenScope, expandPage, orderItems, referenceFields, type ChildNavigation, type ChildrenScope } from './expand.js';
 import { compileFilter, compileValue, type FilterContext } from './filter.js';
-import { castType, column, isStored, type Layout } from './layout.js';
+import { castType, column, isStored, utf16Order, type Layout } from './layout.js';
 import { recordReader } from './records.js';
 import { prepareSearchSql, type SearchSql } from './search.js';
 import { arrayRows, Params, type ArrayQueryable } from './sql.js';
@@ -108,13 +108,14 @@ async function scopeOf(plan: Plan, ctx: RunContext): Promise<Scope> {
       schema,
       alias: ALIAS,
       params,
-      filter: plan.filter === null ? null : `(${compileFilter(plan.filter, filter)}) IS TRUE`,
+      filter: plan.filter === null ? null : compileFilter(plan.filter, filter),
     });
     where.push(children.where);
   } else {
     const visible = visibilitySql(resource, ALIAS, ctx, params);
     if (visible !== null) where.push(visible);
-    if (plan.filter !== null) where.push(`(${compileFilter(plan.filter, filter)}) IS TRUE`);
+    // WHERE keeps the rows where it is TRUE (not NULL, not FALSE): the filter as it is, so the planner sees its index conditions
+    if (plan.filter !== null) where.push(`(${compileFilter(plan.filter, filter)})`);
   }
   const joins = [...searches.values()].map((s) => s.join).filter((j) => j !== '');
   const table = children !== null ? children.from : `${ctx.layout.table(resource)} ${ALIAS}`;
@@ -185,10 +186,21 @@ function orderingOf(plan: Plan, scope: Scope): Ordering {
   const keys: OrderKey[] = plan.order.map((k: BoundOrderKey) =>
     k.kind === 'relevance'
       ? { sql: relevanceSql(scope), descending: true, cast: 'float8' }
-      : { sql: compileValue(k.expr, scope.filter), descending: k.descending, cast: castOf(k.expr) },
+      : k.expr.type === 'string'
+        ? { sql: utf16Order(compileValue(k.expr, scope.filter)), descending: k.descending, cast: 'text' }
+        : { sql: compileValue(k.expr, scope.filter), descending: k.descending, cast: castOf(k.expr) },
   );
-  keys.push({ sql: `${ALIAS}.${column({ name: scope.schema.key })}`, descending: false, cast: 'text' });
+  keys.push(keyOrderKey(scope.schema));
   return { keys, orderBy: keys.map((k) => `${k.sql} ${k.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`).join(', ') };
+}
+
+/**
+ * The key, last in every top-level order: in JavaScript's UTF-16 order as in memory (`utf16Order`,
+ * served by an index on that expression, src/pg/layout.ts), so a keyset page continues after the
+ * rewritten key.
+ */
+function keyOrderKey(schema: TableSchema): OrderKey {
+  return { sql: utf16Order(`${ALIAS}.${column({ name: schema.key })}`), descending: false, cast: 'text' };
 }
 
 /** The $skiptoken of a nextLink paged by OFFSET ($skip): navigation paths and $apply groups. */
@@ -266,7 +278,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   if (plan.grouping !== null) return runGrouping(plan, ctx, scope);
   const { page } = plan;
   const ordering = orderingOf(plan, scope);
-  const keys = ordering.keys ?? [{ sql: `${ALIAS}.${column({ name: scope.schema.key })}`, descending: false, cast: 'text' }];
+  const keys = ordering.keys ?? [keyOrderKey(scope.schema)];
   const keyset = keysetOf(plan.query.skiptoken, ordering.keys === null ? null : keys.length);
   const where = [...scope.where];
   if (keyset !== null) where.push(afterSql(keys, keyset, scope.params));
@@ -279,7 +291,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   const reader = recordReader(scope.schema, ALIAS, plan.select);
   const refs = plan.expand !== null ? referenceFields(plan.expand) : [];
   const refColumns = refs.map((f) => (scope.schema.field(f) === undefined ? 'NULL::text' : `${ALIAS}.${column({ name: f })}`));
-  const select = [`${count}`, ...keys.map((k) => `(${k.sql})::text`), ...refColumns, reader.columns];
+  const select = [`${count}`, `${ALIAS}.${column({ name: scope.schema.key })}`, ...keys.map((k) => `(${k.sql})::text`), ...refColumns, reader.columns];
   const offset = keyset === null ? page.skip : 0;
   const sql = `SELECT ${select.join(', ')} ${scope.from}${whereOf(where)} ORDER BY ${ordering.orderBy} LIMIT ${page.rows + 1}${offset > 0 ? ` OFFSET ${offset}` : ''}`;
   const result = await arrayRows(ctx.db, sql, scope.params.valuesOf(sql));
@@ -287,13 +299,13 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   const total = result.length ? (result[0][0] as number | null) : null;
   let n: number | undefined;
   if (plan.count) n = total ?? (await countOf(ctx.db, scope));
-  const base = 1 + keys.length + refs.length;
+  const base = 2 + keys.length + refs.length;
   const key = odataKeyOf(plan.resource);
   const records = rows.map((row) => {
     const record = reader.decode(row, base, ctx.nowMs);
     if (plan.ignoreNulls) for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
     if (plan.links.length) {
-      const keyText = String(row[keys.length] ?? record[key]);
+      const keyText = String(row[1] ?? record[key]);
       const entity = `${ctx.base}${plan.resource}('${encodeURIComponent(keyText.replace(/'/g, "''"))}')`;
       for (const name of plan.links) record[`${name}@odata.navigationLink`] = `${entity}/${name}`;
     }
@@ -301,8 +313,8 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   });
   if (plan.expand !== null && plan.expand.length && rows.length) {
     const parents = rows.map((row) => ({
-      key: row[keys.length] as string,
-      refs: Object.fromEntries(refs.map((f, i) => [f, (row[1 + keys.length + i] as string | null) ?? null])),
+      key: row[1] as string,
+      refs: Object.fromEntries(refs.map((f, i) => [f, (row[2 + keys.length + i] as string | null) ?? null])),
     }));
     const expansions = await expandPage(plan.expand, parents, {
       db: ctx.db,
@@ -316,7 +328,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   }
   const last = rows[rows.length - 1];
   const more = hasMore(plan, result.length);
-  const token = !more ? null : ordering.keys === null ? OFFSET_TOKEN : keysetToken(keys.map((_, i) => (last[1 + i] as string | null) ?? null));
+  const token = !more ? null : ordering.keys === null ? OFFSET_TOKEN : keysetToken(keys.map((_, i) => (last[2 + i] as string | null) ?? null));
   return envelope(plan, ctx, records, n, token);
 }
 
