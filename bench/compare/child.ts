@@ -82,6 +82,7 @@ async function main(): Promise<void> {
   const peer = mod.default();
   const families = familiesOf(dir);
 
+  await peer.setup?.();
   const before = memory();
   const t0 = performance.now();
   await peer.load(dir, log);
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
         continue;
       }
       const t = performance.now();
-      const answer = run();
+      const answer = await run();
       const firstMs = performance.now() - t;
       const timing = await time(run, firstMs, quick);
       reports[id] = { status: 'ok', answer, firstMs, ...timing, ...(peer.explain ? { plan: peer.explain(families, id) } : {}) };
@@ -120,6 +121,7 @@ async function main(): Promise<void> {
     }
   }
   emit({ event: 'done', families: reports });
+  await peer.teardown?.();
 }
 
 main().catch((err: unknown) => {

@@ -256,6 +256,18 @@ export function compile(node: Bound, ctx: CompileContext, vars: Map<string, { va
   throw new Error('unreachable');
 }
 
+/** The table of `constantValue`: an expression that reads no row never asks it for a column. */
+const NO_TABLE = { column: () => undefined } as unknown as Table;
+
+/**
+ * The value of an expression that reads no row (literals, and functions and operators over them,
+ * now()), exactly as the evaluator computes it: the PostgreSQL backend (src/pg/filter.ts) sends
+ * such a subtree as one bind parameter instead of restating the arithmetic in SQL.
+ */
+export function constantValue(node: Bound, nowMs: number): Value {
+  return compile(node, { table: NO_TABLE, nowMs, searchHit: () => false, geoTest: () => () => false })(0);
+}
+
 function compileCompare(node: Extract<Bound, { kind: 'compare' }>, ctx: CompileContext, c: (n: Bound) => Evaluator): Evaluator {
   const { op } = node;
   if (node.left.type === 'point') {

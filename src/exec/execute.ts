@@ -36,6 +36,8 @@ import { collectText } from './text.js';
 import { NavigationRows } from './navigate.js';
 import { keyLowerBound, walkBits, walkOrder } from './walk.js';
 
+export { constantValue } from './compile.js';
+
 /** What one query brings to the executor besides its plan. */
 export interface ExecContext {
   /**

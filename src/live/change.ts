@@ -469,36 +469,41 @@ export class ChangeWriter {
     return { generation: { id, store, access }, summary: { generation: id, upserted, removed, notFound } };
   }
 
-  /**
-   * service_OriginalEntryTimestamp of a replacing version (SERVICE.md §2): its own
-   * OriginalEntryTimestamp when it has one, else the earliest of its ListingContractDate (start of
-   * that day, UTC) and the ModificationTimestamp of the first version loaded; the DaysOnMarket
-   * reference follows when the version has no OnMarketTimestamp. The loader computed both from
-   * this version alone; the row is not published yet, so it is written in place.
-   */
+  /** Writes the derived first-entry fields of a replacing version (keepFirstEntry) with the first version's ModificationTimestamp. */
   private keepFirstEntry(table: Table, key: string, older: number, row: number): void {
-    const ts = (f: string) => table.columnOf(f, 'timestamp');
-    const first = this.firstModifiedOf(table, key, older);
-    const entry = ts('OriginalEntryTimestamp');
-    if (entry && getBit(entry.validity, row)) return;
-    const contract = table.columnOf('ListingContractDate', 'date');
-    let t = first;
-    if (contract && getBit(contract.validity, row)) {
-      const day = contract.values[row] * DAY_MS;
-      if (!(t <= day)) t = day;
-    }
-    const original = ts('service_OriginalEntryTimestamp')!;
-    const reference = ts('service_DaysOnMarketReferenceTimestamp')!;
-    const onMarket = ts('OnMarketTimestamp');
-    const put = (c: { values: Float64Array; validity: Uint32Array }): void => {
-      if (t === t) {
-        c.values[row] = t;
-        setBit(c.validity, row);
-      } else clearBit(c.validity, row);
-    };
-    put(original);
-    if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
+    keepFirstEntry(table, row, this.firstModifiedOf(table, key, older));
   }
+}
+
+/**
+ * service_OriginalEntryTimestamp of a replacing version (SERVICE.md §2): its own
+ * OriginalEntryTimestamp when it has one, else the earliest of its ListingContractDate (start of
+ * that day, UTC) and `first`, the ModificationTimestamp of the first version loaded (NaN: none);
+ * the DaysOnMarket reference follows when the version has no OnMarketTimestamp. The loader
+ * computed both from this version alone; the row is not published yet, so it is written in place
+ * (the change writer's appended row, or a PostgreSQL write's batch row).
+ */
+export function keepFirstEntry(table: Table, row: number, first: number): void {
+  const ts = (f: string) => table.columnOf(f, 'timestamp');
+  const entry = ts('OriginalEntryTimestamp');
+  if (entry && getBit(entry.validity, row)) return;
+  const contract = table.columnOf('ListingContractDate', 'date');
+  let t = first;
+  if (contract && getBit(contract.validity, row)) {
+    const day = contract.values[row] * DAY_MS;
+    if (!(t <= day)) t = day;
+  }
+  const original = ts('service_OriginalEntryTimestamp')!;
+  const reference = ts('service_DaysOnMarketReferenceTimestamp')!;
+  const onMarket = ts('OnMarketTimestamp');
+  const put = (c: { values: Float64Array; validity: Uint32Array }): void => {
+    if (t === t) {
+      c.values[row] = t;
+      setBit(c.validity, row);
+    } else clearBit(c.validity, row);
+  };
+  put(original);
+  if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
 }
 
 /** The dead rows of `rows` rows: those dead before (`was`) and those killed since. */
@@ -515,7 +520,7 @@ function deadBitmap(was: Uint32Array | null, rows: number, killed: Iterable<numb
  * each kept record's 1-based number in the list. Records without a string key stay, for the
  * loader to report.
  */
-function lastVersions(records: readonly unknown[], key: string): { records: unknown[]; numbers: number[] } {
+export function lastVersions(records: readonly unknown[], key: string): { records: unknown[]; numbers: number[] } {
   const last = new Map<string, number>();
   records.forEach((r, i) => {
     const k = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined;
@@ -533,7 +538,7 @@ function lastVersions(records: readonly unknown[], key: string): { records: unkn
 }
 
 /** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
-function renumbered<T>(read: () => T, number: (line: number) => number): T {
+export function renumbered<T>(read: () => T, number: (line: number) => number): T {
   try {
     return read();
   } catch (e) {

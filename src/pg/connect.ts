@@ -55,7 +55,8 @@ function classify(error: unknown): Unavailability | null {
   if (typeof error !== 'object' || error === null) return null;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (code.startsWith('08')) return { reason: 'the database connection failed', connectionBroken: true };
+    // 08P01 (protocol violation) is a statement the client got wrong, not a lost connection
+    if (code.startsWith('08') && code !== '08P01') return { reason: 'the database connection failed', connectionBroken: true };
     if (UNAVAILABLE_STATES.has(code)) return { reason: 'the database server is shutting down, restarting or full', connectionBroken: true };
     // statement_timeout (or a cancel): the connection itself is fine
     if (code === '57014') return { reason: 'the statement took too long and was cancelled', connectionBroken: false };

@@ -22,7 +22,8 @@
  *
  * Property also has, per search field S, `S#tokens` (text[]: the tokens our tokenizer makes of the
  * row's text, address normalization applied, in order, repeats kept) and `S#length` (integer: their
- * count). `#terms` holds per search field and term the number of live listings holding it, and
+ * count). `#terms` holds per search field and term the number of live listings holding it (with an
+ * index on (field, reverse(term)) besides its key, for one-edit look-ups), and
  * `#search` per search field the live listing count N and the total token length, both kept exact
  * by every write in its transaction. `#meta` (json values) holds the layout version, the table schemas, accounts,
  * profiles and the load report.
@@ -76,6 +77,14 @@ export class Layout {
   get search(): string {
     return `${quote(this.schema)}.${quote('#search')}`;
   }
+  /**
+   * `#first`: per listing replaced or removed since the load, the ModificationTimestamp of its
+   * first version (SERVICE.md §2: a replacing version's service_OriginalEntryTimestamp is derived
+   * from it), as the in-memory change writer remembers it (src/pg/write.ts).
+   */
+  get first(): string {
+    return `${quote(this.schema)}.${quote('#first')}`;
+  }
 }
 
 /** The column of a field. */
@@ -94,6 +103,17 @@ export function tokensColumn(field: SearchFieldName): string {
 
 export function lengthColumn(field: SearchFieldName): string {
   return quote(`${field}#length`);
+}
+
+/**
+ * A text expression rewritten so that `COLLATE "C"` (code point) order on the result is the
+ * UTF-16 code unit order of JavaScript on the original: U+10FFFF becomes U+10FFFF U+0001, and
+ * each character of U+E000..U+FFFF is preceded by U+10FFFF, so they sort after every
+ * supplementary character as their UTF-16 units do. The rewrite is injective and keeps every other
+ * comparison as it was.
+ */
+export function utf16Order(text: string): string {
+  return `(regexp_replace(regexp_replace(${text}, U&'\\+10FFFF', U&'\\+10FFFF\\0001', 'g'), '([\\uE000-\\uFFFF])', U&'\\+10FFFF' || '\\1', 'g') COLLATE "C")`;
 }
 
 /** Whether the field is stored (DaysOnMarket is computed). */
@@ -137,16 +157,20 @@ export function castType(field: Pick<FieldDef, 'type' | 'collection'>): string {
   }
 }
 
+/** The columns of one field, as `name type` definitions (none for a computed field): a table's, or those ALTER TABLE adds when a change brings a new field. */
+export function fieldColumnDefinitions(resource: ResourceName, f: FieldDef): string[] {
+  if (!isStored(f)) return [];
+  if (!isColumnName(f.name)) throw new Error(`${resource}.${f.name}: not a column name`);
+  const notNull = f.key ? ' NOT NULL' : f.collection ? " NOT NULL DEFAULT '{}'" : '';
+  const out = [`${column(f)} ${sqlType(f)}${notNull}`];
+  if (!f.collection && f.type === 'Edm.DateTimeOffset') out.push(`${textColumn(f)} text`);
+  return out;
+}
+
 /** The table's columns in order, as `name type` definitions. */
 export function columnDefinitions(schema: TableSchema): string[] {
   const out: string[] = [];
-  for (const f of schema.fields) {
-    if (!isStored(f)) continue;
-    if (!isColumnName(f.name)) throw new Error(`${schema.resource}.${f.name}: not a column name`);
-    const notNull = f.key ? ' NOT NULL' : f.collection ? " NOT NULL DEFAULT '{}'" : '';
-    out.push(`${column(f)} ${sqlType(f)}${notNull}`);
-    if (!f.collection && f.type === 'Edm.DateTimeOffset') out.push(`${textColumn(f)} text`);
-  }
+  for (const f of schema.fields) out.push(...fieldColumnDefinitions(schema.resource, f));
   if (schema.resource === 'Property') {
     for (const s of SEARCH_FIELDS) out.push(`${tokensColumn(s)} text[] COLLATE "C" NOT NULL DEFAULT '{}'`, `${lengthColumn(s)} integer NOT NULL DEFAULT 0`);
   }
@@ -165,6 +189,8 @@ export function createStatements(layout: Layout, schemas: Readonly<Record<Resour
     `CREATE TABLE ${layout.search} (field text PRIMARY KEY, n bigint NOT NULL, total_length bigint NOT NULL)`,
   ];
   for (const r of RESOURCE_NAMES) out.push(`CREATE TABLE ${layout.table(r)} (${columnDefinitions(schemas[r]).join(', ')})`);
+  // epoch ms, NULL when the first version had no ModificationTimestamp (src/pg/write.ts)
+  out.push(`CREATE TABLE ${layout.first} (key text COLLATE "C" PRIMARY KEY, modified double precision)`);
   return out;
 }
 
@@ -176,7 +202,7 @@ function indexName(resource: ResourceName, what: string): string {
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
  * resources (hash on free text) and on each child's link and default order, GiST on geography,
- * GIN on the search tokens and on collections.
+ * GIN on the search tokens and on collections, and the reversed terms of `#terms`.
  */
 export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out: string[] = [];
@@ -192,7 +218,12 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         if (r === 'Property') out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gin (${column(f)})`);
       } else if (parent !== null && f.name === parent.field) {
         const order = CATALOG[r].childOrder.filter((k) => schema.field(k.field) !== undefined);
-        const keys = [column(f), ...order.map((k) => `${column({ name: k.field })}${k.descending ? ' DESC' : ''}`), column({ name: schema.key })];
+        // nulls lowest, as the in-memory ChildIndex orders children (src/pg/expand.ts reads them in this order)
+        const keys = [
+          column(f),
+          ...order.map((k) => `${column({ name: k.field })} ${k.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`),
+          column({ name: schema.key }),
+        ];
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
       } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
         // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
@@ -202,8 +233,12 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
         out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table}${method} (${column(f)})`);
       }
     }
+    // the key in JavaScript's UTF-16 order: what top-level orders end with and keyset pages continue after (src/pg/query.ts)
+    if (parent === null) out.push(`CREATE INDEX ${indexName(r, '#key')} ON ${table} (${utf16Order(column({ name: schema.key }))})`);
     if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
   }
+  // One-edit look-ups find the terms ending like a query word by a range of reversed terms (src/pg/search.ts).
+  out.push(`CREATE INDEX ${quote('#terms#reverse')} ON ${layout.terms} (field, reverse(term))`);
   return out;
 }
 

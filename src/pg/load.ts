@@ -216,7 +216,7 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
  * PostgreSQL's program_limit_exceeded (54000) as PgUnsupportedValue: an index entry (a text value
  * of an indexed field, a search token of thousands of letters) beyond what an index page holds.
  */
-function tooLarge(err: unknown): QueryError | null {
+export function tooLarge(err: unknown): QueryError | null {
   if ((err as { code?: unknown } | null)?.code !== '54000') return null;
   return new QueryError(
     'PgUnsupportedValue',

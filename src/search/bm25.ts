@@ -17,6 +17,7 @@ import { QueryError } from '../errors.js';
 import { lowerBound } from '../util/binary-search.js';
 import { getBit, newBitmap, setBit, setBitPositionsInto } from '../util/bits.js';
 import type { FieldIndex } from './postings.js';
+import { isFuzzyCandidate } from './lexicon.js';
 import { asView, type SearchView } from './live.js';
 import { normalizeAddressToken, tokenize } from './tokenize.js';
 
@@ -31,14 +32,24 @@ export function idf(rowCount: number, docFreq: number): number {
   return Math.log(1 + (rowCount - docFreq + 0.5) / (docFreq + 0.5));
 }
 
-/** A term's BM25 weight in a view: `weight` × idf over the live rows. */
-export function termWeight(view: SearchView, termId: number, weight: number): number {
-  return weight * idf(view.liveCount, view.liveDocFreq(termId));
+/** A term's BM25 weight: `weight` × idf of a term held by `docFreq` of `rowCount` rows. */
+export function weightOf(weight: number, rowCount: number, docFreq: number): number {
+  return weight * idf(rowCount, docFreq);
 }
 
-/** The length normalisation factor b / avgLength of a view (0 when no live row has tokens). */
+/** A term's BM25 weight in a view: `weight` × idf over the live rows. */
+export function termWeight(view: SearchView, termId: number, weight: number): number {
+  return weightOf(weight, view.liveCount, view.liveDocFreq(termId));
+}
+
+/** The length normalisation factor b / avgLength (0 when no row has tokens). */
+export function normOf(avgLength: number): number {
+  return avgLength > 0 ? BM25_B / avgLength : 0;
+}
+
+/** The length normalisation factor of a view. */
 export function lengthNorm(view: SearchView): number {
-  return view.avgLength > 0 ? BM25_B / view.avgLength : 0;
+  return normOf(view.avgLength);
 }
 
 /** One term score (cold paths; hot loops inline the same expression). */
@@ -68,14 +79,28 @@ export interface SearchMatch {
   readonly scores: Float64Array;
 }
 
+/** One distinct query term and the look-ups beyond exact match it takes (RawAddressSearchText only). */
+export interface QueryTerm {
+  /** The query term after tokenizing (and, for addresses, normalizing). */
+  readonly term: string;
+  /** Prefixes whose indexed words match the term inexactly (type-ahead on the last word). */
+  readonly prefixes: readonly string[];
+  /** Whether indexed words within one edit of the term match it inexactly. */
+  readonly fuzzy: boolean;
+}
+
+/** The query side of a search: what every backend reads its index for. */
+export interface SearchQuery {
+  readonly terms: readonly QueryTerm[];
+  /** Matching terms a row needs (after defaults and capping). */
+  readonly minMatches: number;
+}
+
 /**
- * Checks and prepares a search. `minMatches` undefined means the field's default. Throws a
- * QueryError (EmptySearchQuery, InvalidMinMatches, TooManySearchTerms) for bad input. Term ids are
- * the view's: evaluate the prepared search on the same view (a FieldIndex stands for its
- * generation-0 view).
+ * Checks a search's text and min_matches and makes its distinct terms, without reading an index.
+ * Throws a QueryError (InvalidMinMatches, EmptySearchQuery, TooManySearchTerms) for bad input.
  */
-export function prepareSearch(target: FieldIndex | SearchView, text: string, minMatches?: number, maxTerms = DEFAULT_MAX_SEARCH_TERMS): PreparedSearch {
-  const view = asView(target);
+export function searchQuery(text: string, address: boolean, minMatches?: number, maxTerms = DEFAULT_MAX_SEARCH_TERMS): SearchQuery {
   if (minMatches !== undefined && (!Number.isInteger(minMatches) || minMatches < 1)) {
     throw new QueryError('InvalidMinMatches', `search.text min_matches must be a positive integer, got ${String(minMatches)}.`, { option: '$filter' });
   }
@@ -83,7 +108,7 @@ export function prepareSearch(target: FieldIndex | SearchView, text: string, min
   const seen = new Set<string>();
   const pairs: Array<{ raw: string; term: string }> = [];
   for (const r of raw) {
-    const term = view.address ? normalizeAddressToken(r) : r;
+    const term = address ? normalizeAddressToken(r) : r;
     if (seen.has(term)) continue;
     seen.add(term);
     pairs.push({ raw: r, term });
@@ -98,21 +123,35 @@ export function prepareSearch(target: FieldIndex | SearchView, text: string, min
   }
   // The type-ahead term is the last word as typed (its last token), whatever it normalizes to.
   const lastRaw = raw[raw.length - 1];
-  const terms = pairs.map(({ raw: r, term }, i): PreparedTerm => {
+  const terms = pairs.map(({ raw: r, term }, i): QueryTerm => {
+    if (!address) return { term, prefixes: [], fuzzy: false };
+    const isLast = i === pairs.length - 1 || r === lastRaw;
+    const prefixes = isLast && lastRaw.length >= 2 ? (term !== lastRaw ? [lastRaw, term] : [lastRaw]) : [];
+    return { term, prefixes, fuzzy: isFuzzyCandidate(term) };
+  });
+  const defaultMin = address ? Math.ceil(ADDRESS_THRESHOLD * terms.length) : terms.length;
+  return { terms, minMatches: Math.min(minMatches ?? defaultMin, terms.length) };
+}
+
+/**
+ * Checks and prepares a search. `minMatches` undefined means the field's default. Throws a
+ * QueryError (EmptySearchQuery, InvalidMinMatches, TooManySearchTerms) for bad input. Term ids are
+ * the view's: evaluate the prepared search on the same view (a FieldIndex stands for its
+ * generation-0 view).
+ */
+export function prepareSearch(target: FieldIndex | SearchView, text: string, minMatches?: number, maxTerms = DEFAULT_MAX_SEARCH_TERMS): PreparedSearch {
+  const view = asView(target);
+  const query = searchQuery(text, view.address, minMatches, maxTerms);
+  const terms = query.terms.map(({ term, prefixes, fuzzy }): PreparedTerm => {
     const exact = view.termId(term);
     if (!view.address) return { term, exact, inexact: [] };
     const inexact = new Set<number>();
-    const isLast = i === pairs.length - 1 || r === lastRaw;
-    if (isLast && lastRaw.length >= 2) {
-      for (const id of view.withPrefix(lastRaw, [])) inexact.add(id);
-      if (term !== lastRaw) for (const id of view.withPrefix(term, [])) inexact.add(id);
-    }
-    for (const id of view.withinOneEdit(term, [])) inexact.add(id);
+    for (const prefix of prefixes) for (const id of view.withPrefix(prefix, [])) inexact.add(id);
+    if (fuzzy) for (const id of view.withinOneEdit(term, [])) inexact.add(id);
     inexact.delete(exact);
     return { term, exact, inexact: [...inexact].sort((a, b) => a - b) };
   });
-  const defaultMin = view.address ? Math.ceil(ADDRESS_THRESHOLD * terms.length) : terms.length;
-  return { terms, minMatches: Math.min(minMatches ?? defaultMin, terms.length) };
+  return { terms, minMatches: query.minMatches };
 }
 
 /** Per-base scratch, sized to the largest row count asked for and reused by every evaluation. */

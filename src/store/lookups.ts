@@ -41,7 +41,7 @@ interface Seen {
  */
 export function newLookupRecords(
   tables: (r: RecordResourceName) => Table,
-  before: (r: RecordResourceName) => Table | null,
+  before: (r: RecordResourceName) => Pick<Table, 'rowCount' | 'schema'> | null,
   has: (key: string) => boolean,
 ): LookupRecord[] {
   const found = new Map<string, Seen>();

@@ -5,7 +5,7 @@ import { Engine, DEFAULT_DATA_DIR } from '../../src/engine.js';
 import { QueryError } from '../../src/errors.js';
 import fc from 'fast-check';
 import { parseQuery } from '../../src/odata/parse-query.js';
-import { fixedFilters } from './filter-cases.js';
+import { fixedFilters, generatedFilter } from './filter-cases.js';
 import { NaiveEngine } from './oracle.js';
 
 type Rec = Record<string, unknown>;
@@ -72,51 +72,7 @@ describe('filters agree with the naive reference on the default data set', () =>
 });
 
 describe('generated filters and orders agree with the naive reference (fast-check)', () => {
-  const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
-  const rec = fc.nat(records.length - 1).map((i) => records[i]);
-  const cmp = fc.constantFrom('lt', 'le', 'gt', 'ge', 'eq', 'ne');
-  const atom: fc.Arbitrary<string> = fc.oneof(
-    fc.tuple(cmp, rec).map(([op, r]) => `ListPrice ${op} ${r.ListPrice as number}`),
-    fc.tuple(cmp, fc.constantFrom('null', '0', '2', '3', '4')).map(([op, v]) => `BedroomsTotal ${op} ${v}`),
-    fc.tuple(cmp, fc.constantFrom('null', '1960', '2000')).map(([op, v]) => `YearBuilt ${op} ${v}`),
-    rec.map((r) => `City eq ${quote(r.City as string)}`),
-    fc.tuple(rec, rec).map(([a, b]) => `StandardStatus in (${quote(a.StandardStatus as string)},${quote(b.StandardStatus as string)})`),
-    rec.map((r) => `PropertyType ne ${quote(r.PropertyType as string)}`),
-    fc.constantFrom('Dishwasher', 'Microwave', 'Dryer', 'Oven').map((v) => `Appliances/any(a: a eq ${quote(v)})`),
-    fc.constantFrom('C', 'P', 'N').map((v) => `View/all(v: startswith(v,${quote(v)}))`),
-    fc.constantFrom('Pond', 'Waterfront', 'Creek').map((v) => `${quote(v)} in WaterfrontFeatures`),
-    rec.map((r) => `startswith(PostalCode,${quote(String(r.PostalCode ?? '9').slice(0, 2))})`),
-    fc.constantFrom('pool', 'Pool', 'granite', 'view', 'garage').map((v) => `contains(PublicRemarks,${quote(v)})`),
-    fc.tuple(fc.constantFrom('lt', 'ge'), rec).map(([op, r]) => `ModificationTimestamp ${op} ${r.ModificationTimestamp as string}`),
-    fc.tuple(fc.constantFrom('lt', 'ge'), rec).map(([op, r]) => `ListingContractDate ${op} ${r.ListingContractDate as string}`),
-    fc.tuple(fc.constantFrom('lt', 'gt'), fc.integer({ min: 5, max: 300 })).map(([op, d]) => `DaysOnMarket ${op} ${d}`),
-    fc.constantFrom('true', 'false', 'null').map((v) => `PoolPrivateYN eq ${v}`),
-    fc
-      .tuple(rec, fc.constantFrom(500, 2000, 8000))
-      .map(([r, m]) => `geo.distance(Location, geography'POINT(${(r.Longitude as number) ?? -122.3} ${(r.Latitude as number) ?? 47.6})') le ${m}`),
-    fc.constantFrom('pool', 'granite counters', 'spa', 'hardwood floors', 'quartz').map((v) => `search.text(KeywordSearchText,${quote(v)})`),
-    fc.tuple(rec, rec).map(([a, b]) => `search.text(RawAddressSearchText,${quote(`${a.StreetName as string} ${b.City as string}`)})`),
-    fc.integer({ min: 300, max: 2000 }).map((n) => `LivingArea div BedroomsTotal gt ${n}`),
-    fc.integer({ min: 2, max: 9 }).map((n) => `ListPrice mod ${n} eq 0`),
-    fc.integer({ min: 0, max: 100000 }).map((n) => `OriginalListPrice sub ListPrice gt ${n}`),
-    fc.integer({ min: 4, max: 12 }).map((n) => `length(City) gt ${n}`),
-    fc.constantFrom(2023, 2024, 2025).map((y) => `year(ModificationTimestamp) eq ${y}`),
-    fc.constantFrom('seattle', 'tampa', 'mesa').map((c) => `tolower(City) eq ${quote(c)}`),
-    fc.constantFrom('981', '770', '852').map((z) => `substring(PostalCode,0,3) eq ${quote(z)}`),
-    fc.constantFrom('pool', 'view').map((w) => `indexof(PublicRemarks,${quote(w)}) ge 0`),
-    fc.tuple(fc.constantFrom('Location', 'RawLocation'), fc.constantFrom('eq', 'ne')).map(([f, op]) => `${f} ${op} null`),
-  );
-  const filter = fc.letrec<{ expr: string }>((tie) => ({
-    expr: fc.oneof(
-      { depthSize: 'small', withCrossShrink: true },
-      atom,
-      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `${a} and ${b}`),
-      fc.tuple(tie('expr'), tie('expr')).map(([a, b]) => `(${a} or ${b})`),
-      tie('expr').map((a) => `not (${a})`),
-      // a boolean compared with a literal: `(search.text(...)) eq true`, `(...) ne null`
-      fc.tuple(tie('expr'), fc.constantFrom('eq true', 'eq false', 'ne true', 'ne false', 'eq null', 'ne null')).map(([a, t]) => `(${a}) ${t}`),
-    ),
-  })).expr;
+  const filter = generatedFilter(records);
   const orderby = fc.constantFrom(
     '',
     'ListPrice desc',

@@ -9,6 +9,7 @@ import { osaDistanceAtMostOne } from '../../src/search/lexicon.js';
 import { rankByMaxScore, rankSearch } from '../../src/search/ranked.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 import { ADDRESS_NORMAL_FORM } from '../../src/search/usps.js';
+import { ADDRESS_RECORDS, bm25Queries, ERROR_CASES, NAME_RECORDS, randomQueries, THRESHOLD_RECORDS, THRESHOLD_WORDS } from './fixtures.js';
 import { NaiveSearch, osa } from './oracle.js';
 
 type Rec = Record<string, unknown>;
@@ -85,28 +86,7 @@ describe('BM25 equals a textbook implementation on generated data', () => {
   const naive = Object.fromEntries(SEARCH_FIELDS.map((f) => [f, new NaiveSearch(records, f)])) as Record<SearchFieldName, NaiveSearch>;
   const sample = (i: number): Rec => records[(i * 97) % records.length];
 
-  const queries: Array<[SearchFieldName, string, number?]> = [
-    ['KeywordSearchText', 'pool granite'],
-    ['KeywordSearchText', 'dishwasher'],
-    ['KeywordSearchText', 'pool granite spa', 2],
-    ['KeywordSearchText', 'sparkling pool pool'],
-    ['KeywordSearchText', 'quartz gas range double oven', 1],
-    ['KeywordSearchText', 'nonexistentword'],
-    ['ListAgentSearchText', `${sample(1).ListAgentFirstName as string} ${sample(1).ListAgentLastName as string}`],
-    ['ListAgentSearchText', 'jose'],
-    ['ListAgentSearchText', "o'brien"],
-    ['BuyerAgentSearchText', 'smith'],
-    ['ListOfficeSearchText', 'summit realty'],
-    ['BuyerOfficeSearchText', 'realty group', 1],
-    ['RawAddressSearchText', `${sample(2).StreetNumber as string} ${sample(2).StreetName as string}`],
-    ['RawAddressSearchText', `${sample(3).UnparsedAddress as string} ${sample(3).City as string}`],
-    ['RawAddressSearchText', `${sample(4).StreetName as string} ${sample(4).City as string} ${sample(4).PostalCode as string}`, 3],
-    ['RawAddressSearchText', `${sample(5).StreetNumber as string} ${(sample(5).StreetName as string).slice(0, 3)}`],
-    ['RawAddressSearchText', 'washingtn street seattle'],
-    ['RawAddressSearchText', 'main st phoenix az'],
-    ['RawAddressSearchText', 'n 7th ave'],
-    ['RawAddressSearchText', 'hawthorne blvd sprin'],
-  ];
+  const queries = bm25Queries(sample);
 
   it.each(queries)('%s %j (min %s)', (field, text, min) => {
     const expected = naive[field].search(text, min);
@@ -123,27 +103,16 @@ describe('BM25 equals a textbook implementation on generated data', () => {
 
   it('random address and keyword queries built from the data', () => {
     for (let i = 0; i < 40; i++) {
-      const r = sample(i + 10);
-      const words = [r.StreetNumber, r.StreetDirPrefix, r.StreetName, r.StreetSuffix, r.City, r.PostalCode, 'zzqx'].filter((w) => w !== undefined).map(String);
-      const text = words.filter((_, k) => (i >> k) & 1 || k === 2).join(' ');
+      const { address: text, keyword: kw } = randomQueries(sample, i);
       expectSameAsOracle(run(indexes, 'RawAddressSearchText', text), naive.RawAddressSearchText.search(text), text);
-      const kw = tokenize(r.PublicRemarks as string)
-        .filter((_, k) => k % (3 + (i % 5)) === 1)
-        .slice(0, 1 + (i % 4))
-        .join(' ');
       expectSameAsOracle(run(indexes, 'KeywordSearchText', kw), naive.KeywordSearchText.search(kw), kw);
     }
   });
 });
 
 describe('thresholds and min_matches', () => {
-  // Row k holds the words w1..wk, so a query of n words matches row k on min(k, n) terms.
-  const words = Array.from({ length: 10 }, (_, i) => `w${i + 1}`);
-  const records: Rec[] = words.map((_, k) => ({
-    ListingKey: `K${k + 1}`,
-    UnparsedAddress: words.slice(0, k + 1).join(' '),
-    PublicRemarks: words.slice(0, k + 1).join(' '),
-  }));
+  const words = THRESHOLD_WORDS;
+  const records = THRESHOLD_RECORDS;
   const indexes = indexRecords(records);
   const firstMatchingRow = (m: SearchMatch): number => m.rows[0] + 1; // words needed = row + 1
 
@@ -181,14 +150,7 @@ describe('thresholds and min_matches', () => {
     expect(prepareSearch(indexes.RawAddressSearchText, 'St Street').terms).toHaveLength(1);
   });
 
-  it.each([
-    ['', undefined, 'EmptySearchQuery'],
-    ['  ,.- ', undefined, 'EmptySearchQuery'],
-    ['w1', 0, 'InvalidMinMatches'],
-    ['w1', -2, 'InvalidMinMatches'],
-    ['w1', 1.5, 'InvalidMinMatches'],
-    [Array.from({ length: 33 }, (_, i) => `t${i}`).join(' '), undefined, 'TooManySearchTerms'],
-  ])('rejects %j with min_matches %s as %s', (text, min, code) => {
+  it.each(ERROR_CASES)('rejects %j with min_matches %s as %s', (text, min, code) => {
     let error: unknown;
     try {
       prepareSearch(indexes.KeywordSearchText, text, min);
@@ -206,61 +168,7 @@ describe('thresholds and min_matches', () => {
 });
 
 describe('address search', () => {
-  const records: Rec[] = [
-    {
-      ListingKey: 'A',
-      UnparsedAddress: '1200 N Maple Street Unit 4B',
-      StreetNumber: '1200',
-      StreetDirPrefix: 'N',
-      StreetName: 'Maple',
-      StreetSuffix: 'Street',
-      UnitNumber: '4B',
-      City: 'Seattle',
-      StateOrProvince: 'WA',
-      PostalCode: '98103',
-    },
-    {
-      ListingKey: 'B',
-      UnparsedAddress: '45 Sunset Blvd',
-      StreetNumber: '45',
-      StreetName: 'Sunset',
-      StreetSuffix: 'Blvd',
-      City: 'Los Angeles',
-      StateOrProvince: 'CA',
-      PostalCode: '90026',
-    },
-    {
-      ListingKey: 'C',
-      UnparsedAddress: '77 Harbor Avenue',
-      StreetNumber: '77',
-      StreetName: 'Harbor',
-      StreetSuffix: 'Avenue',
-      City: 'Tampa',
-      StateOrProvince: 'FL',
-      PostalCode: '33602',
-    },
-    {
-      ListingKey: 'D',
-      UnparsedAddress: '9 Maplewood Ct',
-      StreetNumber: '9',
-      StreetName: 'Maplewood',
-      StreetSuffix: 'Ct',
-      City: 'Seattle',
-      StateOrProvince: 'WA',
-      PostalCode: '98115',
-    },
-    {
-      ListingKey: 'E',
-      UnparsedAddress: '300 S Main St',
-      StreetNumber: '300',
-      StreetDirPrefix: 'S',
-      StreetName: 'Main',
-      StreetSuffix: 'St',
-      City: 'Phoenix',
-      StateOrProvince: 'AZ',
-      PostalCode: '85004',
-    },
-  ];
+  const records = ADDRESS_RECORDS;
   const indexes = indexRecords(records);
   const find = (text: string, min?: number): string[] => keysOf(records, run(indexes, 'RawAddressSearchText', text, min));
   const best = (text: string): string => {
@@ -324,11 +232,7 @@ describe('address search', () => {
 });
 
 describe('agent and office names', () => {
-  const records: Rec[] = [
-    { ListingKey: 'A', ListAgentFullName: 'José Núñez', ListOfficeName: "O'Brien & Sons Realty", BuyerAgentFirstName: 'Zoë', BuyerAgentLastName: "O'Brien" },
-    { ListingKey: 'B', ListAgentFirstName: 'Renée', ListAgentLastName: 'Müller', CoListAgentFullName: 'Jose Smith', BuyerOfficeName: 'Müller Homes' },
-    { ListingKey: 'C', ListAgentFullName: 'Mary Jones' },
-  ];
+  const records = NAME_RECORDS;
   const indexes = indexRecords(records);
   const find = (field: SearchFieldName, text: string): string[] => keysOf(records, run(indexes, field, text));
 

@@ -40,10 +40,10 @@
  * key-delta.ts (the generations' key index) and this file, which ties them together.
  */
 import { CATALOG } from '../../schema/catalog.js';
-import { TableSchema } from '../../schema/table-schema.js';
-import type { FieldDef, ResourceName } from '../../schema/types.js';
+import type { TableSchema } from '../../schema/table-schema.js';
+import type { ResourceName } from '../../schema/types.js';
 import type { ByteIndex } from '../byte-index.js';
-import { ParentKeyColumn, type Column, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
+import { ParentKeyColumn, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
 import { Table } from '../table.js';
 import { GenerationKeyIndex, KeyDelta } from './key-delta.js';
 import { DaysOnMarketPart, PointPart } from './parts/derived.js';
@@ -51,7 +51,7 @@ import { LinkPart } from './parts/link.js';
 import { NumberPart, TimestampPart } from './parts/number.js';
 import type { Batch, Part } from './parts/part.js';
 import { nullColumn, partOf } from './parts/part-of.js';
-import { firstValue, schemaMismatch, typeFits, typeName } from './schema-fit.js';
+import { addedFields, fittingColumn, schemaMismatch, withFields } from './schema-fit.js';
 
 export interface AppendOptions {
   /**
@@ -134,27 +134,12 @@ export class TableAppender {
    * whose records carried it from the start would have it. Derived and link fields are never new.
    */
   private addFields(batch: Table, m: number): void {
-    const added: FieldDef[] = [];
-    for (const f of batch.schema.fields) {
-      if (this.schemaNow.indexOf(f.name) >= 0) continue;
-      const src = batch.column(f.name)!;
-      if (firstValue(src, m) < 0) continue;
-      if (src.kind === 'point' || src.kind === 'daysOnMarket' || src instanceof ParentKeyColumn) {
-        throw schemaMismatch(this.resource, f.name, `the ${this.resource} table has no field ${f.name}, and it cannot be added by a batch`);
-      }
-      added.push(f);
-    }
+    const added = addedFields(this.schemaNow, batch, m);
     if (added.length === 0) return;
     const n = this.current.rowCount;
     const byName = new Map(this.schemaNow.fields.map((f, i) => [f.name, this.parts[i]]));
     for (const f of added) byName.set(f.name, partOf(f.name, nullColumn(batch.column(f.name)!.kind, n)));
-    const fields = [...this.schemaNow.fields, ...added];
-    this.schemaNow = new TableSchema(
-      this.resource,
-      this.schemaNow.key,
-      fields.filter((f) => f.origin !== 'local'),
-      fields.filter((f) => f.origin === 'local'),
-    );
+    this.schemaNow = withFields(this.schemaNow, added);
     this.parts = this.schemaNow.fields.map((f) => byName.get(f.name)!);
     this.keyAt = this.schemaNow.indexOf(this.schemaNow.key);
   }
@@ -201,26 +186,7 @@ export class TableAppender {
   private write(batch: Table, m: number, options: AppendOptions): Table {
     const resource = this.resource;
     const ctx: Batch = { resource, table: batch, rows: m, parent: options.parent };
-    const writes = this.parts.map((part, i) => {
-      const def = this.schema.fields[i];
-      const batchDef = batch.schema.field(def.name);
-      const col = batchDef === undefined ? undefined : batch.column(def.name);
-      let src: Column | null = null;
-      if (col !== undefined) {
-        const row = firstValue(col, m);
-        if (row >= 0) {
-          if (!typeFits(def, batchDef!)) {
-            throw schemaMismatch(
-              resource,
-              def.name,
-              `${def.name} is ${typeName(def)} in the ${resource} table; the batch's values are ${typeName(batchDef!)} (batch row ${row + 1})`,
-            );
-          }
-          src = col;
-        }
-      }
-      return part.prepare(src, ctx);
-    });
+    const writes = this.parts.map((part, i) => part.prepare(fittingColumn(resource, this.schema.fields[i], batch, m), ctx));
     const n = this.current.rowCount;
     const total = n + m;
     for (const write of writes) write(n);
