@@ -6,6 +6,7 @@
  * how; upsert/remove/apply change the data while queries run (src/live). A query is planned
  * (src/plan: parse, bind, choose an access path; plans are data, cached across changes) and
  * executed on one generation (src/exec), with visibility applied at the root (src/live).
+ * `Engine.open({ postgres })` opens the PostgreSQL backend's engine instead (src/pg).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +34,7 @@ import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords } from './store/load.js';
 import type { Store } from './store/store.js';
+import { PostgresEngine, type PostgresOpenOptions, type PostgresOptions } from './pg/engine.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, EVENT_RETENTION_MS, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
 export type { ExpansionName as NavigationName, NavigationRequest, ODataVersion, Plan, QueryResource, QueryResult };
@@ -42,6 +44,8 @@ export const NAVIGATION_PROPERTIES = EXPANSIONS;
 export const NAVIGATION_TOP_LIMITS = EXPAND_TOP_LIMITS;
 export { contextFragment };
 export type { EngineOpenOptions, ExplainOptions, QueryInput, QueryOptions };
+export { PostgresEngine };
+export type { PostgresOpenOptions, PostgresOptions };
 
 export const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/default');
 
@@ -65,7 +69,14 @@ export class Engine {
     this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock });
   }
 
-  static async open(options: EngineOpenOptions = {}): Promise<Engine> {
+  /** With `postgres`: an engine over a PostgreSQL database (src/pg), loaded with `data` first when given. */
+  static open(options: PostgresOpenOptions): Promise<PostgresEngine>;
+  static open(options?: EngineOpenOptions): Promise<Engine>;
+  static async open(options: EngineOpenOptions | PostgresOpenOptions = {}): Promise<Engine | PostgresEngine> {
+    if ('postgres' in options) {
+      if ('snapshot' in options) throw new TypeError('Engine.open takes either postgres or snapshot, not both: a snapshot is an in-memory engine.');
+      return PostgresEngine.open(options);
+    }
     const { clock, ttl, fraction, retention } = checkOpenOptions(options);
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');

@@ -1,4 +1,4 @@
-export { QueryError } from './errors.js';
+export { BackendUnavailableError, QueryError } from './errors.js';
 export type { QueryErrorDetail, QueryErrorInit } from './errors.js';
 export { generateDataset, generateListings, DEFAULT_REFERENCE } from './generate/dataset.js';
 export type { GenerateOptions, GenerateDatasetOptions, GenerateSummary } from './generate/dataset.js';
@@ -60,6 +60,7 @@ export {
   MAX_PINNED_GENERATIONS,
   COMPACT_FRACTION,
   EVENT_RETENTION_MS,
+  PostgresEngine,
 } from './engine.js';
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
 export { SnapshotError } from './snapshot/file.js';
@@ -70,6 +71,8 @@ export type {
   NavigationName,
   NavigationRequest,
   Plan,
+  PostgresOpenOptions,
+  PostgresOptions,
   QueryInput,
   QueryOptions,
   QueryResource,
@@ -77,7 +80,7 @@ export type {
 } from './engine.js';
 export type { AccessPath, LookupTerm, OrderStrategy, Page } from './plan/plan.js';
 export { createHandler } from './service/handler.js';
-export type { Handler, HandlerOptions } from './service/handler.js';
+export type { Handler, HandlerOptions, ServiceEngine } from './service/handler.js';
 export type { Account, AccountsFile } from './service/accounts.js';
 export type { MlsProfile, ProfilesFile } from './service/profiles.js';
 export type { LoginThrottleOptions, RateLimitOptions } from './service/auth.js';

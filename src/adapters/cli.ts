@@ -5,7 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { Engine, DEFAULT_DATA_DIR, type QueryResource } from '../engine.js';
+import { Engine, DEFAULT_DATA_DIR, type PostgresEngine, type QueryResource } from '../engine.js';
 import { QueryError } from '../errors.js';
 import { generateDataset, DEFAULT_REFERENCE, DEMO_ACCOUNTS } from '../generate/dataset.js';
 import { EngineSink } from '../replicate/engine-sink.js';
@@ -15,7 +15,11 @@ import { REPLICATED_RESOURCES } from '../replicate/sink.js';
 import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
+import { DEFAULT_PG_SCHEMA, Layout } from '../pg/layout.js';
+import { openPool } from '../pg/connect.js';
+import { loadDirectoryIntoPostgres } from '../pg/load.js';
 import { SnapshotError } from '../snapshot/file.js';
+import { DataError } from '../store/errors.js';
 import { serve } from './http.js';
 
 const USAGE = `Usage:
@@ -23,12 +27,14 @@ const USAGE = `Usage:
       Writes a deterministic data set (Property, Media, OpenHouse, PropertyChange as JSON Lines,
       accounts.json, mls_profiles.json). Same N, seed and reference give the same bytes.
       --reference defaults to ${DEFAULT_REFERENCE}; every timestamp lies before it.
-  reso-engine serve [--data DIR | --snapshot FILE] [--port 8080] [--host 127.0.0.1]
+  reso-engine serve [--data DIR | --snapshot FILE | --postgres URL [--schema S]] [--port 8080] [--host 127.0.0.1]
                     [--now ISO-INSTANT] [--public-base-url URL] [--token-lifetime SECONDS]
                     [--replicate-from URL --replicate-token TOKEN [--replicate-every 60]]
       Serves the /v1 API (SERVICE.md §5) on the data set (default: the embedded one, with the demo
       accounts) and prints the URL and the demo credentials. --snapshot starts from a snapshot
-      file (see snapshot) instead of loading a data directory. --now fixes the data clock
+      file (see snapshot) instead of loading a data directory. --postgres serves a PostgreSQL
+      database that pg load filled (schema S, default reso), with the accounts and profiles
+      loaded with it; the server may be shared by several serve processes. --now fixes the data clock
       (DaysOnMarket, now(), current_year). Ctrl-C (SIGINT) or SIGTERM lets requests in flight
       finish, then exits.
       --replicate-from keeps the served data a replica of a RESO Web API (as replicate does, but
@@ -38,7 +44,8 @@ const USAGE = `Usage:
       A failed pass is logged to stderr and retried at the next
       interval. The state is in memory: each start begins with a full pass. TOKEN: as for
       replicate (RESO_ENGINE_TOKEN too); an expired token fails every pass until a restart.
-  reso-engine query [--data DIR | --snapshot FILE] [--resource Property|Media|OpenHouse]
+      Not with --postgres.
+  reso-engine query [--data DIR | --snapshot FILE | --postgres URL [--schema S]] [--resource Property|Media|OpenHouse]
                     [--sources A,B] [--now ISO-INSTANT] [--pretty] '<query string>'
       Runs one query (OData options, already percent-decoded, e.g. "$filter=City eq 'Tampa'&$top=5")
       and prints the response envelope as JSON. Without --sources every source is visible.
@@ -46,6 +53,12 @@ const USAGE = `Usage:
       Loads the data set (default: the embedded one), builds its indexes and writes them all to
       one snapshot file, which serve --snapshot and query --snapshot open much faster than the
       data. FILE is replaced atomically.
+  reso-engine pg load --data DIR --url URL [--schema S] [--replace] [--skip-bad-records]
+      Loads a data directory into a PostgreSQL 15 database with PostGIS 3 (URL: a connection URL,
+      postgres://user:password@host:port/database), in the PostgreSQL schema S (default reso),
+      for serve --postgres and query --postgres. The data is checked as serve --data checks it: a
+      bad line stops the load (nothing is kept) unless --skip-bad-records. A schema that already
+      holds a data set is refused unless --replace, which replaces it in one transaction.
   reso-engine replicate --from URL --token TOKEN --to DIR [--page-size 1000]
       Pulls Property, Media and OpenHouse from a RESO Web API (URL: its base, e.g. the
       http://127.0.0.1:8080 of serve, or its OData service root) into DIR, a data directory that
@@ -113,6 +126,44 @@ function positiveInteger(text: string | undefined, name: string, min = 1): numbe
   return n;
 }
 
+/** A connection URL as it may be printed: without its password. */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the database';
+  }
+}
+
+/** The layout of --schema S. */
+function layoutOf(schema: string): Layout {
+  try {
+    return new Layout(schema);
+  } catch (err) {
+    throw new UsageError(`--schema takes a PostgreSQL identifier (letters, digits, _), got '${schema}'`, { cause: err });
+  }
+}
+
+/** The engine of --postgres URL [--schema S], else of --data DIR or --snapshot FILE (see openEngine). */
+async function openServedEngine(
+  values: { data?: string; snapshot?: string; postgres?: string; schema?: string },
+  now: (() => Date) | undefined,
+  log: boolean,
+): Promise<Engine | PostgresEngine> {
+  if (values.postgres === undefined) {
+    if (values.schema !== undefined) throw new UsageError('--schema goes with --postgres URL');
+    return openEngine(values, now, log);
+  }
+  if (values.data !== undefined || values.snapshot !== undefined) {
+    throw new UsageError('--postgres reads the data set the database holds: load a data directory into it with pg load, not with --data or --snapshot');
+  }
+  const schema = layoutOf(values.schema ?? DEFAULT_PG_SCHEMA).schema;
+  if (log) process.stderr.write(`connecting to ${shownUrl(values.postgres)} ...\n`);
+  return Engine.open({ postgres: { url: values.postgres, schema }, now });
+}
+
 /** The engine of --data DIR or --snapshot FILE (one of them; neither: the embedded data set). */
 async function openEngine(values: { data?: string; snapshot?: string }, now: (() => Date) | undefined, log: boolean): Promise<Engine> {
   if (values.data !== undefined && values.snapshot !== undefined) throw new UsageError('give --data DIR or --snapshot FILE, not both');
@@ -152,6 +203,8 @@ async function runServe(argv: string[]): Promise<number> {
     options: {
       data: { type: 'string' },
       snapshot: { type: 'string' },
+      postgres: { type: 'string' },
+      schema: { type: 'string' },
       port: { type: 'string', default: '8080' },
       host: { type: 'string', default: '127.0.0.1' },
       now: { type: 'string' },
@@ -174,26 +227,33 @@ async function runServe(argv: string[]): Promise<number> {
   const every = positiveInteger(values['replicate-every'], '--replicate-every') ?? 60;
   if (every > MAX_TIMER_SECONDS) throw new UsageError(`--replicate-every takes at most ${MAX_TIMER_SECONDS} seconds (a timer's limit), got ${every}`);
   if (from !== undefined) serviceRoot(from); // a malformed URL fails now, not at every pass
-  const engine = await openEngine(values, clockOption(values.now), true);
-  const handler = createHandler({
-    engine,
-    publicBaseUrl: values['public-base-url'],
-    tokenLifetimeSeconds: positiveInteger(values['token-lifetime'], '--token-lifetime'),
-  });
-  const server = await serve(handler, { port, host: values.host });
+  if (from !== undefined && values.postgres !== undefined) throw new UsageError('--replicate-from replicates into the in-memory engine, not with --postgres');
+  const tokenLifetimeSeconds = positiveInteger(values['token-lifetime'], '--token-lifetime');
+  const engine = await openServedEngine(values, clockOption(values.now), true);
+  let server: Awaited<ReturnType<typeof serve>>;
+  let listings: number;
+  try {
+    const handler = createHandler({ engine, publicBaseUrl: values['public-base-url'], tokenLifetimeSeconds });
+    listings = engine instanceof Engine ? engine.store.Property.rowCount : await engine.count('Property', '');
+    server = await serve(handler, { port, host: values.host });
+  } catch (err) {
+    // the pool's connections would keep the process alive
+    if (!(engine instanceof Engine)) await engine.close().catch(() => undefined);
+    throw err;
+  }
   // the demo accounts this data set really has (checked against its password hashes)
-  const accounts = new Accounts(engine.store.accounts);
+  const accounts = new Accounts(engine.accounts);
   const demo: string[] = [];
   for (const a of DEMO_ACCOUNTS)
     if (await accounts.verify(a.username, a.password)) demo.push(`  ${a.username} / ${a.password}  (sources: ${a.sources.join(', ')})`);
   process.stdout.write(
-    `reso-engine: serving ${engine.store.Property.rowCount.toLocaleString('en-US')} listings at ${server.url}/v1/\n` +
+    `reso-engine: serving ${listings.toLocaleString('en-US')} listings at ${server.url}/v1/${engine instanceof Engine ? '' : ` from ${shownUrl(values.postgres!)}`}\n` +
       (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
       `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
       (from === undefined ? '' : `replicating ${serviceRoot(from)} every ${every} s (log on stderr)\n`) +
       'press Ctrl-C to stop\n',
   );
-  const replication = from === undefined ? null : replicateInBackground(engine, from, replicateToken!, every);
+  const replication = from === undefined || !(engine instanceof Engine) ? null : replicateInBackground(engine, from, replicateToken!, every);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
@@ -203,16 +263,18 @@ async function runServe(argv: string[]): Promise<number> {
       }
       stopping = true;
       process.stderr.write(`reso-engine: ${signal}, finishing requests in flight ...\n`);
-      Promise.all([server.close(), replication?.stop()]).then(
-        () => {
-          process.stderr.write('reso-engine: stopped\n');
-          resolve(0);
-        },
-        (err: unknown) => {
-          process.stderr.write(`reso-engine: ${err instanceof Error ? err.message : String(err)}\n`);
-          resolve(1);
-        },
-      );
+      Promise.all([server.close(), replication?.stop()])
+        .then(() => (engine instanceof Engine ? undefined : engine.close()))
+        .then(
+          () => {
+            process.stderr.write('reso-engine: stopped\n');
+            resolve(0);
+          },
+          (err: unknown) => {
+            process.stderr.write(`reso-engine: ${err instanceof Error ? err.message : String(err)}\n`);
+            resolve(1);
+          },
+        );
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
@@ -225,6 +287,8 @@ async function runQuery(argv: string[]): Promise<number> {
     options: {
       data: { type: 'string' },
       snapshot: { type: 'string' },
+      postgres: { type: 'string' },
+      schema: { type: 'string' },
       resource: { type: 'string', default: 'Property' },
       sources: { type: 'string' },
       now: { type: 'string' },
@@ -236,7 +300,7 @@ async function runQuery(argv: string[]): Promise<number> {
   if (positionals.length > 1) throw new UsageError('query takes one query string (quote it)');
   const resource = values.resource as QueryResource;
   if (!['Property', 'Media', 'OpenHouse'].includes(resource)) throw new UsageError(`--resource takes Property, Media or OpenHouse, got '${values.resource}'`);
-  const engine = await openEngine(values, clockOption(values.now), false);
+  const engine = await openServedEngine(values, clockOption(values.now), false);
   const sources =
     values.sources === undefined
       ? undefined
@@ -245,7 +309,7 @@ async function runQuery(argv: string[]): Promise<number> {
           .map((s) => s.trim())
           .filter((s) => s !== '');
   try {
-    const result = engine.query(resource, positionals[0] ?? '', { sources });
+    const result = await engine.query(resource, positionals[0] ?? '', { sources });
     process.stdout.write(`${JSON.stringify(result, null, values.pretty ? 2 : undefined)}\n`);
     return 0;
   } catch (err) {
@@ -253,6 +317,45 @@ async function runQuery(argv: string[]): Promise<number> {
     const where = err.option === undefined ? '' : ` in ${err.option}${err.position === undefined ? '' : ` at ${err.position}`}`;
     process.stderr.write(`reso-engine: ${err.code}${where}: ${err.message}\n`);
     return 1;
+  } finally {
+    if (!(engine instanceof Engine)) await engine.close();
+  }
+}
+
+async function runPg(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command !== 'load') throw new UsageError(command === undefined ? 'pg takes a command: pg load' : `unknown pg command '${command}'`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      data: { type: 'string' },
+      url: { type: 'string' },
+      schema: { type: 'string', default: DEFAULT_PG_SCHEMA },
+      replace: { type: 'boolean', default: false },
+      'skip-bad-records': { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (!values.data) throw new UsageError('--data DIR is required');
+  if (!values.url) throw new UsageError('--url URL is required');
+  const layout = layoutOf(values.schema);
+  const started = Date.now();
+  process.stderr.write(`loading ${values.data} into ${shownUrl(values.url)} ...\n`);
+  const pool = openPool(values.url);
+  try {
+    const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, { skipBadRecords: values['skip-bad-records'], replace: values.replace });
+    const n = (x: number): string => x.toLocaleString('en-US');
+    const t = loaded.tables;
+    const skipped = loaded.report.skipped;
+    process.stdout.write(
+      `loaded ${n(t.Property)} listings, ${n(t.Media)} media, ${n(t.OpenHouse)} open houses, ${n(t.PropertyChange)} property changes, ` +
+        `${n(t.Member)} members, ${n(t.Office)} offices into schema ${layout.schema} of ${shownUrl(values.url)} in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
+        (skipped.total === 0
+          ? ''
+          : `skipped ${n(skipped.total)} bad record${skipped.total === 1 ? '' : 's'}, the first: ${new DataError(skipped.samples[0]).message}\n`),
+    );
+  } finally {
+    await pool.end();
   }
 }
 
@@ -353,6 +456,9 @@ async function main(argv: string[]): Promise<number> {
       case 'snapshot':
         await runSnapshot(rest);
         return 0;
+      case 'pg':
+        await runPg(rest);
+        return 0;
       case 'replicate':
         await runReplicate(rest);
         return 0;
@@ -371,8 +477,10 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // A snapshot that cannot be opened or written names its code (SnapshotCorrupt, ...) and file;
-    // a failed replication its code (Unauthorized, HttpError, ...) and the URL.
-    const code = err instanceof SnapshotError || err instanceof ReplicationError ? `${err.code}: ` : '';
+    // a failed replication its code (Unauthorized, HttpError, ...) and the URL; PostgreSQL's
+    // (BackendUnavailable, PgSchemaExists, ...) theirs. A bad data line reads as the loader wrote it.
+    const coded = err instanceof SnapshotError || err instanceof ReplicationError || (err instanceof QueryError && !(err instanceof DataError));
+    const code = coded ? `${err.code}: ` : '';
     process.stderr.write(`reso-engine: ${code}${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }

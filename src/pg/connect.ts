@@ -32,6 +32,10 @@ export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
   // An idle client whose connection breaks (server restart) emits 'error' on the pool; unheard, it
   // would crash the process. The pool drops that client already; the next checkout connects anew.
   pool.on('error', () => undefined);
+  // A checked-out client (a transaction, a read snapshot) has no pool listener: its connection
+  // breaking emits 'error' on the client itself, which would crash the process too. Its queries
+  // fail with that error anyway (they become BackendUnavailable), so the event needs no handling.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
