@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { QueryError } from '../../src/errors.js';
+import { BackendUnavailableError, QueryError } from '../../src/errors.js';
 import { errorObject, ServiceError, STATUS_BY_CODE, statusOf } from '../../src/service/errors.js';
 import { parseFrequency } from '../../src/service/profiles.js';
 import { decodeQueryOptions, maxPageSizeOf } from '../../src/service/request.js';
@@ -19,7 +19,8 @@ describe('the status table', () => {
     expect(statusOf(new QueryError('InternalError', 'x'))).toBe(500);
     expect(statusOf(new TypeError('x'))).toBe(500);
     expect(statusOf('a string')).toBe(500);
-    expect(new Set(Object.values(STATUS_BY_CODE))).toEqual(new Set([400, 401, 404, 405, 413, 414, 429, 431, 500]));
+    expect(statusOf(new BackendUnavailableError('x'))).toBe(503);
+    expect(new Set(Object.values(STATUS_BY_CODE))).toEqual(new Set([400, 401, 404, 405, 413, 414, 429, 431, 500, 503]));
   });
 
   it('lists every code the service and the adapter raise', () => {
