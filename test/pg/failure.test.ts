@@ -196,6 +196,22 @@ async function whileLocked<T>(admin: pg.Client, tables: readonly string[], fn: (
 }
 
 onOwnCluster('a stopped and restarted server', {}, (world) => {
+  it('gives 503 for a query whose connection is cut mid-query (between its statements), and answers the next one', async () => {
+    const { handler, admin, errors } = world();
+    const token = await login(handler);
+    // Property first, then the page's Media: the second statement waits on the lock
+    const path = `${DATA}/Property?$filter=City eq 'Seattle'&$expand=Media($top=1)&$top=3`;
+    const want = (await call(handler, path, { token })).text;
+    const cut = await whileLocked(admin, [layout.table('Media')], async () => {
+      const pending = call(handler, path, { token });
+      await admin.query('SELECT pg_terminate_backend($1)', [await lockedBackend(admin)]);
+      return { pending };
+    });
+    expectUnavailable(await cut.pending);
+    expect((await call(handler, path, { token })).text).toBe(want);
+    expect(errors).toEqual([]);
+  });
+
   it('gives 503 with Retry-After while the server is down, and answers again once it is back, without a new engine', async () => {
     const { handler, cluster, errors } = world();
     const token = await login(handler);
