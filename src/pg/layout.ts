@@ -181,6 +181,8 @@ export function columnDefinitions(schema: TableSchema): string[] {
 /** CREATE statements of the whole layout (tables first; indexes come after the load: indexStatements). */
 export function createStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
   const out = [
+    // geography columns need PostGIS in the database (a no-op where it is there already)
+    'CREATE EXTENSION IF NOT EXISTS postgis',
     `CREATE SCHEMA IF NOT EXISTS ${quote(layout.schema)}`,
     // json, not jsonb: the value's text is kept as written (jsonb reorders object keys, and
     // accounts and profiles come back in the order of their files)

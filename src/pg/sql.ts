@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Bind parameters of one SQL statement: every literal of a query reaches PostgreSQL as `$n`, never
  * as text in the statement. `add` returns the placeholder (with a cast when given, so the
@@ -39,10 +41,15 @@ export interface Queryable {
  * A pg Pool or PoolClient is one.
  */
 export type ArrayQueryable = Queryable & {
-  query(config: { readonly text: string; readonly values?: unknown[]; readonly rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
+  query(config: { readonly name?: string; readonly text: string; readonly values?: unknown[]; readonly rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
 };
 
-/** The rows of a statement as arrays. */
+/**
+ * The rows of a statement as arrays. The statement is prepared once per connection under a name
+ * derived from its text (node-postgres parses a named statement only the first time a connection
+ * runs it), and its text depends only on the query's shape: one preparation per shape.
+ */
 export async function arrayRows(db: ArrayQueryable, text: string, values: readonly unknown[]): Promise<unknown[][]> {
-  return (await db.query({ text, values: [...values], rowMode: 'array' })).rows;
+  const name = `reso_${createHash('sha1').update(text).digest('base64url').slice(0, 24)}`;
+  return (await db.query({ name, text, values: [...values], rowMode: 'array' })).rows;
 }
