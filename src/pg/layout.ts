@@ -230,9 +230,10 @@ export function indexStatements(layout: Layout, schemas: Readonly<Record<Resourc
       } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
         // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
         // (about 2.7 kB after compression), which would fail the load: a hash index holds only
-        // hashes and still serves equality
-        const method = f.type === 'Edm.String' && f.freeText ? ' USING hash' : '';
-        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table}${method} (${column(f)})`);
+        // hashes and still serves equality. B-trees keep nulls first, the order's nulls-lowest rule:
+        // read forward they give `ASC NULLS FIRST`, backward `DESC NULLS LAST`, both directions of $orderby
+        if (f.type === 'Edm.String' && f.freeText) out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING hash (${column(f)})`);
+        else out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${column(f)} ASC NULLS FIRST)`);
       }
     }
     // the key in JavaScript's UTF-16 order: what top-level orders end with and keyset pages continue after (src/pg/query.ts)
