@@ -25,7 +25,7 @@ import { compileApply } from './apply.js';
 import { childrenScope, expandPage, orderItems, referenceFields, type ChildNavigation, type ChildrenScope } from './expand.js';
 import { compileFilter, compileValue, type FilterContext } from './filter.js';
 import { castType, column, isStored, utf16Order, type Layout } from './layout.js';
-import { recordReader } from './records.js';
+import { recordReader, type RecordReader } from './records.js';
 import { prepareSearchSql, type SearchSql } from './search.js';
 import { arrayRows, Params, type ArrayQueryable } from './sql.js';
 
@@ -300,21 +300,40 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   let n: number | undefined;
   if (plan.count) n = total ?? (await countOf(ctx.db, scope));
   const base = 2 + keys.length + refs.length;
-  const key = odataKeyOf(plan.resource);
+  const records = await projectRows(plan, ctx, reader, rows, { key: 1, refs: 2 + keys.length, record: base }, refs);
+  const last = rows[rows.length - 1];
+  const more = hasMore(plan, result.length);
+  const token = !more ? null : ordering.keys === null ? OFFSET_TOKEN : keysetToken(keys.map((_, i) => (last[2 + i] as string | null) ?? null));
+  return envelope(plan, ctx, records, n, token);
+}
+
+/**
+ * The records of result rows (array mode): the plan's projection decoded from `at.record`, nulls
+ * dropped under $ignorenulls, the navigation links $select names (from the key at `at.key`), then
+ * the expansions, one statement per navigation property for all the rows (from the reference
+ * fields at `at.refs`), as src/exec/project.ts builds them in memory.
+ */
+async function projectRows(
+  plan: Plan,
+  ctx: RunContext,
+  reader: RecordReader,
+  rows: readonly unknown[][],
+  at: { readonly key: number; readonly refs: number; readonly record: number },
+  refs: readonly string[],
+): Promise<Array<Record<string, JsonValue>>> {
   const records = rows.map((row) => {
-    const record = reader.decode(row, base, ctx.nowMs);
+    const record = reader.decode(row, at.record, ctx.nowMs);
     if (plan.ignoreNulls) for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
     if (plan.links.length) {
-      const keyText = String(row[1] ?? record[key]);
-      const entity = `${ctx.base}${plan.resource}('${encodeURIComponent(keyText.replace(/'/g, "''"))}')`;
+      const entity = `${ctx.base}${plan.resource}('${encodeURIComponent(String(row[at.key]).replace(/'/g, "''"))}')`;
       for (const name of plan.links) record[`${name}@odata.navigationLink`] = `${entity}/${name}`;
     }
     return record;
   });
   if (plan.expand !== null && plan.expand.length && rows.length) {
     const parents = rows.map((row) => ({
-      key: row[1] as string,
-      refs: Object.fromEntries(refs.map((f, i) => [f, (row[2 + keys.length + i] as string | null) ?? null])),
+      key: row[at.key] as string,
+      refs: Object.fromEntries(refs.map((f, i) => [f, (row[at.refs + i] as string | null) ?? null])),
     }));
     const expansions = await expandPage(plan.expand, parents, {
       db: ctx.db,
@@ -326,10 +345,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
     });
     records.forEach((r, i) => Object.assign(r, expansions[i]));
   }
-  const last = rows[rows.length - 1];
-  const more = hasMore(plan, result.length);
-  const token = !more ? null : ordering.keys === null ? OFFSET_TOKEN : keysetToken(keys.map((_, i) => (last[2 + i] as string | null) ?? null));
-  return envelope(plan, ctx, records, n, token);
+  return records;
 }
 
 async function countOf(db: ArrayQueryable, scope: Scope): Promise<number> {
@@ -377,24 +393,6 @@ export async function recordOf(plan: Plan, key: string, ctx: RunContext): Promis
   const sql = `SELECT ${[`${ALIAS}.${column({ name: schema.key })}`, ...refColumns, reader.columns].join(', ')} FROM ${ctx.layout.table(plan.resource)} ${ALIAS}${whereOf(where)}`;
   const rows = await arrayRows(ctx.db, sql, params.values);
   if (rows.length === 0) return null;
-  const row = rows[0];
-  const record = reader.decode(row, 1 + refs.length, ctx.nowMs);
-  if (plan.ignoreNulls) for (const k of Object.keys(record)) if (record[k] === null) delete record[k];
-  if (plan.links.length) {
-    const entity = `${ctx.base}${plan.resource}('${encodeURIComponent(String(row[0]).replace(/'/g, "''"))}')`;
-    for (const name of plan.links) record[`${name}@odata.navigationLink`] = `${entity}/${name}`;
-  }
-  if (plan.expand !== null && plan.expand.length) {
-    const parent = { key: row[0] as string, refs: Object.fromEntries(refs.map((f, i) => [f, (row[1 + i] as string | null) ?? null])) };
-    const [expansions] = await expandPage(plan.expand, [parent], {
-      db: ctx.db,
-      layout: ctx.layout,
-      schemaOf: ctx.schemaOf,
-      nowMs: ctx.nowMs,
-      ignoreNulls: plan.ignoreNulls,
-      sources: ctx.sources,
-    });
-    Object.assign(record, expansions);
-  }
+  const [record] = await projectRows(plan, ctx, reader, rows, { key: 0, refs: 1, record: 1 + refs.length }, refs);
   return record;
 }
