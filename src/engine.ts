@@ -24,11 +24,10 @@ import { PLAN_CACHE_SIZE, PlanCache } from './plan/cache.js';
 import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
 import { EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './plan/bind-expand.js';
-import { conjuncts, DEFAULT_PAGE_SIZE, TOP_LIMITS, type NavigationRequest, type PlanRequest } from './plan/planner.js';
+import { conjuncts, DEFAULT_PAGE_SIZE, singleNavigationOf, TOP_LIMITS, type NavigationRequest, type PlanRequest } from './plan/planner.js';
 import { checkOpenOptions, queryText, type EngineOpenOptions, type ExplainOptions, type QueryInput, type QueryOptions } from './engine-options.js';
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
-import { PROPERTY_REFERENCES } from './schema/catalog.js';
 import type { RecordResourceName, ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
@@ -234,14 +233,7 @@ export class Engine {
    * with the key is visible (as `navigate`), `UnknownNavigationProperty` for another name.
    */
   navigateOne(resource: QueryResource, key: string, navigation: string, query: QueryInput, options: QueryOptions = {}): Record<string, JsonValue> | null {
-    const reference = resource === 'Property' ? PROPERTY_REFERENCES.find((r) => r.name === navigation) : undefined;
-    if (reference === undefined) {
-      const names = PROPERTY_REFERENCES.map((r) => r.name).join(', ');
-      throw new QueryError(
-        'UnknownNavigationProperty',
-        `${resource} has no single-valued navigation property '${navigation.slice(0, 100)}'; use one of ${names} on Property.`,
-      );
-    }
+    const reference = singleNavigationOf(resource, navigation);
     const gen = this.gen;
     if (!isVisible(gen, 'Property', key, options.sources)) {
       throw new QueryError('EntityNotFound', `No listing with ListingKey '${key.slice(0, 100)}' is visible to the caller's sources.`);

@@ -16,8 +16,7 @@ import { checkOperations } from '../live/change.js';
 import { PlanCache } from '../plan/cache.js';
 import { explainText } from '../plan/explain.js';
 import type { Plan, QueryResource } from '../plan/plan.js';
-import type { PlanRequest, PlanStatistics } from '../plan/planner.js';
-import { PROPERTY_REFERENCES } from '../schema/catalog.js';
+import { singleNavigationOf, type PlanRequest, type PlanStatistics } from '../plan/planner.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
 import type { JsonValue } from '../store/columns.js';
@@ -178,14 +177,7 @@ export class PostgresEngine {
     query: QueryInput,
     options: QueryOptions = {},
   ): Promise<Record<string, JsonValue> | null> {
-    const reference = resource === 'Property' ? PROPERTY_REFERENCES.find((r) => r.name === navigation) : undefined;
-    if (reference === undefined) {
-      const names = PROPERTY_REFERENCES.map((r) => r.name).join(', ');
-      throw new QueryError(
-        'UnknownNavigationProperty',
-        `${resource} has no single-valued navigation property '${navigation.slice(0, 100)}'; use one of ${names} on Property.`,
-      );
-    }
+    const reference = singleNavigationOf(resource, navigation);
     const plan = this.plan({ resource: reference.target, text: queryText(query) });
     return this.read(true, async (db) => {
       const ctx = this.context(db, options);

@@ -23,7 +23,7 @@
 import { QueryError } from '../errors.js';
 import { spanOf, type ParsedQuery, type SelectItem, type SelectProperty } from '../odata/ast.js';
 import { parseQuery } from '../odata/parse-query.js';
-import { PROPERTY_REFERENCES } from '../schema/catalog.js';
+import { PROPERTY_REFERENCES, type ReferenceDef } from '../schema/catalog.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { ChildResourceName, ResourceName } from '../schema/types.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
@@ -104,6 +104,23 @@ export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
     if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
     return planParsed(request, parseQuery(request.text, { spans: true }), stats, nav);
   }
+}
+
+/**
+ * A single-valued navigation path's reference (`Property('K')/ListAgent`, ...), checked: one of
+ * Property's PROPERTY_REFERENCES, else `UnknownNavigationProperty` (a 404 over HTTP). Both
+ * backends' `navigateOne` start here.
+ */
+export function singleNavigationOf(resource: QueryResource, navigation: string): ReferenceDef {
+  const reference = resource === 'Property' ? PROPERTY_REFERENCES.find((r) => r.name === navigation) : undefined;
+  if (reference === undefined) {
+    const names = PROPERTY_REFERENCES.map((r) => r.name).join(', ');
+    throw new QueryError(
+      'UnknownNavigationProperty',
+      `${resource} has no single-valued navigation property '${navigation.slice(0, 100)}'; use one of ${names} on Property.`,
+    );
+  }
+  return reference;
 }
 
 /**
