@@ -175,19 +175,25 @@ describe.skipIf(pgSkip)('a partitioned layout on real worker clusters', () => {
   beforeAll(async () => {
     workers = await Promise.all([startCluster(), startCluster()]);
     coordinator = await freshDatabase('dist');
-    const name = new URL(coordinator).pathname.slice(1);
-    workerUrls = [];
+    workerUrls = await workerDatabases(coordinator);
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+  });
+
+  /** A database of the coordinator database's name on each worker cluster, as URLs. */
+  async function workerDatabases(coordinatorUrl: string): Promise<string[]> {
+    const name = new URL(coordinatorUrl).pathname.slice(1);
+    const urls: string[] = [];
     for (const w of workers) {
       const c = new pg.Client({ connectionString: w.url });
       await c.connect();
       await c.query(`CREATE DATABASE "${name}"`);
       await c.end();
-      workerUrls.push(w.urlOf(name));
+      urls.push(w.urlOf(name));
     }
-  }, 120_000);
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-  });
+    return urls;
+  }
 
   async function workerTables(url: string): Promise<string[]> {
     const c = new pg.Client({ connectionString: url });
@@ -236,15 +242,7 @@ describe.skipIf(pgSkip)('a partitioned layout on real worker clusters', () => {
 
   it('the CLI: pg init --workers loads the embedded data set partitioned; contradictory flags are usage errors', async () => {
     const db = await createDatabase({ url: coordinator, urlOf: (d) => coordinator.replace(/\/[^/]*$/, `/${d}`) }, 'cli');
-    const name = new URL(db).pathname.slice(1);
-    const urls: string[] = [];
-    for (const w of workers) {
-      const c = new pg.Client({ connectionString: w.url });
-      await c.connect();
-      await c.query(`CREATE DATABASE "${name}"`);
-      await c.end();
-      urls.push(w.urlOf(name));
-    }
+    const urls = await workerDatabases(db);
     const init = await collectCli(['pg', 'init', '--url', db, '--workers', urls.join(','), '--partitions', '3']);
     expect(init.err).toMatch(/^loading /);
     expect(init.out).toMatch(/^loaded [\d,]+ listings/);
