@@ -16,7 +16,8 @@ import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
 import { DEFAULT_PG_SCHEMA, Layout } from '../pg/layout.js';
-import { openPool } from '../pg/connect.js';
+import { openPool, shownUrl } from '../pg/connect.js';
+import { checkDistribution, type Distribution } from '../pg/distribution.js';
 import { loadDirectoryIntoPostgres } from '../pg/load.js';
 import { SnapshotError } from '../snapshot/file.js';
 import { DataError } from '../store/errors.js';
@@ -54,11 +55,21 @@ const USAGE = `Usage:
       one snapshot file, which serve --snapshot and query --snapshot open much faster than the
       data. FILE is replaced atomically.
   reso-engine pg load --data DIR --url URL [--schema S] [--replace] [--skip-bad-records]
+                     [--citus [--shard-count N] | --workers URL,URL,... [--partitions N]]
       Loads a data directory into a PostgreSQL 15 database with PostGIS 3 (URL: a connection URL,
       postgres://user:password@host:port/database), in the PostgreSQL schema S (default reso),
       for serve --postgres and query --postgres. The data is checked as serve --data checks it: a
       bad line stops the load (nothing is kept) unless --skip-bad-records. A schema that already
-      holds a data set is refused unless --replace, which replaces it in one transaction.
+      holds a data set is refused unless --replace, which replaces it in one transaction (a
+      Citus layout stays on Citus; a partitioned one needs --workers again).
+      --citus: URL is a Citus coordinator; Property is hash-distributed on ListingKey (N shards,
+      default the cluster's citus.shard_count), Media, OpenHouse and PropertyChange co-located
+      with it, the other tables reference tables. --workers: the listing tables are
+      hash-partitioned (N partitions, default two per worker) into postgres_fdw foreign tables
+      on the workers (URLs of their databases), the rest stays on URL (docs/scale-out.md).
+  reso-engine pg init --url URL [--data DIR] [--schema S] [--replace] [--citus ... | --workers ...]
+      pg load for a new deployment: makes the layout, distributed as asked, and loads DIR (default:
+      the embedded data set, with the demo accounts).
   reso-engine replicate --from URL --token TOKEN --to DIR [--page-size 1000]
       Pulls Property, Media and OpenHouse from a RESO Web API (URL: its base, e.g. the
       http://127.0.0.1:8080 of serve, or its OData service root) into DIR, a data directory that
@@ -126,14 +137,20 @@ function positiveInteger(text: string | undefined, name: string, min = 1): numbe
   return n;
 }
 
-/** A connection URL as it may be printed: without its password. */
-function shownUrl(url: string): string {
+/** The distribution pg init / pg load flags ask for (undefined: none named). */
+function distributionOf(values: { citus?: boolean; 'shard-count'?: string; workers?: string; partitions?: string }): Distribution | undefined {
+  if (values.citus && values.workers !== undefined) throw new UsageError('--citus and --workers are two different layouts: choose one');
+  if (values['shard-count'] !== undefined && !values.citus) throw new UsageError('--shard-count goes with --citus');
+  if (values.partitions !== undefined && values.workers === undefined) throw new UsageError('--partitions goes with --workers');
+  let d: Distribution | undefined;
+  if (values.citus) d = { kind: 'citus', shardCount: positiveInteger(values['shard-count'], '--shard-count') };
+  else if (values.workers !== undefined)
+    d = { kind: 'partitioned', workers: values.workers.split(','), partitions: positiveInteger(values.partitions, '--partitions') };
+  if (d === undefined) return undefined;
   try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the database';
+    return checkDistribution(d);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^distribution\./, '--'), { cause: err });
   }
 }
 
@@ -324,7 +341,8 @@ async function runQuery(argv: string[]): Promise<number> {
 
 async function runPg(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command !== 'load') throw new UsageError(command === undefined ? 'pg takes a command: pg load' : `unknown pg command '${command}'`);
+  if (command !== 'load' && command !== 'init')
+    throw new UsageError(command === undefined ? 'pg takes a command: pg init or pg load' : `unknown pg command '${command}'`);
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -333,17 +351,28 @@ async function runPg(argv: string[]): Promise<void> {
       schema: { type: 'string', default: DEFAULT_PG_SCHEMA },
       replace: { type: 'boolean', default: false },
       'skip-bad-records': { type: 'boolean', default: false },
+      citus: { type: 'boolean', default: false },
+      'shard-count': { type: 'string' },
+      workers: { type: 'string' },
+      partitions: { type: 'string' },
     },
     strict: true,
   });
+  // pg init makes the layout, distributed as asked, with the data set (the embedded one unless --data)
+  if (command === 'init') values.data ??= DEFAULT_DATA_DIR;
   if (!values.data) throw new UsageError('--data DIR is required');
   if (!values.url) throw new UsageError('--url URL is required');
+  const distribution = distributionOf(values);
   const layout = layoutOf(values.schema);
   const started = Date.now();
   process.stderr.write(`loading ${values.data} into ${shownUrl(values.url)} ...\n`);
   const pool = openPool(values.url);
   try {
-    const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, { skipBadRecords: values['skip-bad-records'], replace: values.replace });
+    const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, {
+      skipBadRecords: values['skip-bad-records'],
+      replace: values.replace,
+      distribution,
+    });
     const n = (x: number): string => x.toLocaleString('en-US');
     const t = loaded.tables;
     const skipped = loaded.report.skipped;
