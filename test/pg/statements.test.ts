@@ -204,9 +204,50 @@ class CitusRules {
     return found;
   }
 
-  /** Whether `q`'s FROM holds a distributed table (through subqueries in FROM, not through CTEs, functions or sublinks). */
-  private fromHasDistributed(q: PgNode): boolean {
-    return rtable(q).some((r) => this.isDistributedRte(r) || (r.rtekind === '1' && isNode(r.subquery) && this.fromHasDistributed(r.subquery)));
+  /**
+   * Whether `q`'s FROM holds a distributed table: directly, or through subqueries in FROM that Citus
+   * runs with `q` (not through CTEs, functions or sublinks, nor through an uncorrelated subquery
+   * that needs its rows in one place, which Citus computes first: its result is the same on every
+   * node then).
+   */
+  private fromHasDistributed(chain: Chain): boolean {
+    return rtable(levelOf(chain)).some((r) => {
+      if (this.isDistributedRte(r)) return true;
+      if (r.rtekind !== '1' || !isNode(r.subquery)) return false;
+      const below = [...chain, r.subquery];
+      return (this.correlated(r.subquery) || !this.needsMerge(below)) && this.fromHasDistributed(below);
+    });
+  }
+
+  /** Whether every window of the chain's last level is PARTITION BY a distribution column. */
+  private windowsPartitioned(chain: Chain): boolean {
+    const q = levelOf(chain);
+    return listOf(q.windowClause).every((w) => isNode(w) && this.onDistributionColumn(chain, w.partitionClause));
+  }
+
+  /** Whether one of these GROUP BY / PARTITION BY / DISTINCT items of the chain's last level is a distribution column. */
+  private onDistributionColumn(chain: Chain, items: PgValue | undefined): boolean {
+    const q = levelOf(chain);
+    return listOf(items).some((p) => {
+      if (!isNode(p)) return false;
+      const entry = listOf(q.targetList).find((e) => isNode(e) && e.ressortgroupref === p.tleSortGroupRef);
+      return isNode(entry) && this.isDistributionColumn(chain, entry.expr);
+    });
+  }
+
+  /**
+   * Whether a subquery's rows must come together in one place before its result is known (what
+   * Citus's DeferErrorIfSubqueryRequiresMerge refuses to push down): LIMIT, OFFSET, a grouping or
+   * DISTINCT not on a distribution column, aggregates without grouping, a window not partitioned
+   * by one.
+   */
+  private needsMerge(chain: Chain): boolean {
+    const q = levelOf(chain);
+    if (q.limitOffset !== null || q.limitCount !== null) return true;
+    if (listOf(q.groupClause).length > 0) return !this.onDistributionColumn(chain, q.groupClause);
+    if (truthy(q.hasAggs)) return true;
+    if (listOf(q.distinctClause).length > 0 && !this.onDistributionColumn(chain, q.distinctClause)) return true;
+    return truthy(q.hasWindowFuncs) && !this.windowsPartitioned(chain);
   }
 
   /** Whether `q` refers to a level outside it (a correlated subquery). */
@@ -316,12 +357,15 @@ class CitusRules {
   }
 
   /** Whether a join of `q`'s FROM (a node of the join tree) holds a distributed table. */
-  private joinSideHasDistributed(q: PgNode, side: PgValue | undefined): boolean {
+  private joinSideHasDistributed(chain: Chain, side: PgValue | undefined): boolean {
     let found = false;
     walk(side, (n) => {
       if (n.type === 'RANGETBLREF') {
-        const rte = rtable(q)[Number(n.rtindex) - 1];
-        if (rte !== undefined && (this.isDistributedRte(rte) || (rte.rtekind === '1' && isNode(rte.subquery) && this.fromHasDistributed(rte.subquery))))
+        const rte = rtable(levelOf(chain))[Number(n.rtindex) - 1];
+        if (
+          rte !== undefined &&
+          (this.isDistributedRte(rte) || (rte.rtekind === '1' && isNode(rte.subquery) && this.fromHasDistributed([...chain, rte.subquery])))
+        )
           found = true;
       }
       return !found;
@@ -353,21 +397,23 @@ class CitusRules {
     const problem = (rule: string): void => {
       if (!out.some((p) => p.rule === rule && p.at === at)) out.push({ rule, at });
     };
-    const fromDistributed = this.fromHasDistributed(q);
+    const fromDistributed = this.fromHasDistributed(chain);
     for (const rte of rtable(q)) {
       if (truthy(rte.lateral)) problem('LATERAL');
       const fn = rte.rtekind === '3' ? this.mutable(rte.functions) : null;
       if (fn !== null) problem(`a function in FROM that is not immutable (${fn})`);
     }
-    if (truthy(q.hasWindowFuncs) && fromDistributed) {
-      for (const w of listOf(q.windowClause).filter((x): x is PgNode => isNode(x))) {
-        const partitioned = listOf(w.partitionClause).some((p) => {
-          if (!isNode(p)) return false;
-          const entry = listOf(q.targetList).find((e) => isNode(e) && e.ressortgroupref === p.tleSortGroupRef);
-          return isNode(entry) && this.isDistributionColumn(chain, entry.expr);
-        });
-        if (!partitioned) problem('a window over a distributed table not PARTITION BY its distribution column');
-      }
+    if (truthy(q.hasWindowFuncs) && fromDistributed && !this.windowsPartitioned(chain)) {
+      problem('a window over a distributed table not PARTITION BY its distribution column');
+    }
+    if (fromDistributed) {
+      // sum(x ORDER BY k) and the like: Citus combines each shard's result by the aggregate's name, in another order
+      walk(q.targetList, (n) => {
+        if (n.type === 'AGGREF' && n.aggkind === 'n' && listOf(n.aggorder).length > 0 && n.agglevelsup === '0') {
+          problem('an aggregate with ORDER BY over rows of a distributed table (Citus combines per-shard results in another order)');
+        }
+        return n.type !== 'QUERY';
+      });
     }
     if (kind === 'sublink' && fromDistributed) {
       // co-located: the subquery's table joined to the outer one on both distribution columns
@@ -394,14 +440,21 @@ class CitusRules {
     walk(q.jointree, (n) => {
       if (n.type === 'QUERY') return false;
       if (n.type === 'JOINEXPR' && n.jointype !== '0') {
-        const left = this.joinSideHasDistributed(q, n.larg);
-        const right = this.joinSideHasDistributed(q, n.rarg);
+        const left = this.joinSideHasDistributed(chain, n.larg);
+        const right = this.joinSideHasDistributed(chain, n.rarg);
         const inner = n.jointype === '1' ? right && !left : n.jointype === '3' ? left && !right : left !== right;
         if (inner) problem('an outer join with the distributed table only on its inner side');
       }
       return true;
     });
-    for (const rte of rtable(q)) if (rte.rtekind === '1' && isNode(rte.subquery)) this.level([...chain, rte.subquery], 'from', at, out);
+    for (const rte of rtable(q)) {
+      if (rte.rtekind !== '1' || !isNode(rte.subquery)) continue;
+      // an uncorrelated subquery Citus cannot push down is planned on its own first
+      const below = [...chain, rte.subquery];
+      if (!this.correlated(rte.subquery) && this.needsMerge(below)) {
+        if (this.readsDistributed(rte.subquery)) this.level([rte.subquery], 'top', at, out);
+      } else this.level(below, 'from', at, out);
+    }
     for (const cte of listOf(q.cteList))
       if (isNode(cte) && isNode(cte.ctequery) && this.readsDistributed(cte.ctequery)) this.level([cte.ctequery], 'top', at, out);
     for (const s of subqueries) {
@@ -739,12 +792,17 @@ describe.skipIf(pgSkip)('every compiled statement is one Citus can run', () => {
     expect(await rulesOf(`UPDATE ${t('#search')} s SET n = (SELECT count(*) FROM ${t('Property')})`)).toEqual([
       'a reference table written from rows of a distributed table',
     ]);
+    expect(await rulesOf(`SELECT t."City", sum(t."ListPrice"::float8 ORDER BY t."ListingKey") FROM ${t('Property')} t GROUP BY t."City"`)).toEqual([
+      'an aggregate with ORDER BY over rows of a distributed table (Citus combines per-shard results in another order)',
+    ]);
     // what Citus runs: co-located correlation, windows by the link, subqueries over the row alone, reference tables only
     for (const ok of [
       `SELECT 1 FROM ${t('Media')} t WHERE EXISTS (SELECT 1 FROM ${t('Property')} p WHERE p."ListingKey" = t."ResourceRecordKey" AND p."City" = $1)`,
       `SELECT c."ResourceRecordKey" FROM (SELECT c.*, row_number() OVER (PARTITION BY c."ResourceRecordKey" ORDER BY c."Order") AS "#rn" FROM ${t('Media')} c) c WHERE c."#rn" <= 2`,
       `SELECT 1 FROM ${t('Property')} t WHERE (SELECT s.x + 1 FROM (SELECT t."ListPrice" AS x OFFSET 0) s) > (SELECT 2) ORDER BY t."ListingKey" LIMIT 3`,
       `SELECT (SELECT count(*) FROM ${t('Property')} t WHERE t."City" = $1)::float8, t."ListingKey" FROM ${t('Property')} t LIMIT 5`,
+      `SELECT g.c, sum(g.x ORDER BY g.k) FROM (SELECT t."City" AS c, t."ListPrice"::float8 AS x, t."ListingKey" AS k FROM ${t('Property')} t OFFSET 0) g GROUP BY g.c`,
+      `SELECT t."City", percentile_disc(0.5) WITHIN GROUP (ORDER BY t."ListPrice"), count(DISTINCT t."PostalCode") FROM ${t('Property')} t GROUP BY t."City"`,
       `SELECT * FROM ${t('Member')} m CROSS JOIN LATERAL (SELECT (SELECT m."MemberKey") AS k OFFSET 0) x`,
     ]) {
       expect(await rulesOf(ok, ok.includes('$1') ? ['X'] : []), ok).toEqual([]);
