@@ -46,7 +46,11 @@ export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
     // Partitionwise join and aggregation (off by default: they cost planning time) let a
     // partitioned layout's joins and groups run per partition, on the partition's worker
     // (src/pg/distribution.ts); on a table that is not partitioned they change nothing.
-    options: '-c plan_cache_mode=force_custom_plan -c enable_partitionwise_join=on -c enable_partitionwise_aggregate=on',
+    // JIT off: the statements are short, and the large expressions of exact arithmetic, haversine
+    // and BM25 take seconds to compile once a plan's estimated cost passes the JIT thresholds, as
+    // a partitioned layout's foreign scans make it (Q4 of the benchmark: 4.5 s of JIT for 40 ms of
+    // work, BENCHMARKS.md "Multi-node").
+    options: '-c plan_cache_mode=force_custom_plan -c enable_partitionwise_join=on -c enable_partitionwise_aggregate=on -c jit=off',
   });
   // An idle client whose connection breaks (server restart) emits 'error' on the pool; unheard, it
   // would crash the process. The pool drops that client already; the next checkout connects anew.
