@@ -7,6 +7,7 @@
  * listing's tokens those the in-memory index holds for it. Then atomicity: a change failing in its
  * third operation leaves every table as it was; a reader polling during a large upsert sees the
  * old count or the new one, never between; two writers on one database keep the statistics exact.
+ * Every suite runs on each layout of `LAYOUTS` (test/pg/helpers.ts), distributed ones included.
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +27,7 @@ import type { TableSchema } from '../../src/schema/table-schema.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import { Rng } from '../../src/generate/prng.js';
 import { readDefaultFile } from '../service/helpers.js';
-import { freshDatabase, pgSkip } from './helpers.js';
+import { freshLayout, LAYOUTS, pgSkip, type LayoutKind, type TestLayout } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 const NOW = Date.parse('2025-06-01T00:00:00Z');
@@ -73,7 +74,8 @@ async function outcomeOf(run: () => Promise<ChangeSummary>): Promise<Outcome> {
 const genOf = (engine: Engine): Generation => (engine as unknown as { gen: Generation }).gen;
 
 let pool: pg.Pool;
-let url: string;
+/** The current suite's layout: its database, and the distribution each Pair's schema is loaded with. */
+let place: TestLayout;
 let schemaCount = 0;
 
 /** The in-memory engine and a PostgreSQL schema loaded with the same data, changed together. */
@@ -97,8 +99,9 @@ class Pair {
   static async open(data: Data | null = DATA): Promise<Pair> {
     const clock = { now: NOW };
     const engine = await Engine.open({ data: data === null ? undefined : structuredClone(data), now: () => new Date(clock.now), compactFraction: false });
-    const layout = new Layout(`w${++schemaCount}`);
-    await loadIntoPostgres(pool, layout, engine.store);
+    // a schema per pair; on a Citus cluster named after the suite's own schema, which is released with it
+    const layout = new Layout(place.schema === undefined ? `w${++schemaCount}` : `${place.schema}_${++schemaCount}`);
+    await loadIntoPostgres(pool, layout, engine.store, { distribution: place.distribution });
     return new Pair(engine, layout, clock);
   }
 
@@ -222,18 +225,19 @@ const OK = OTHER.ListingKey as string;
 const OPEN = DATA.OpenHouse[0];
 
 /** A fresh database for the suite, its URL in `url` and a pool on it in `pool`. */
-function withDatabase(prefix: string): void {
+function withDatabase(kind: LayoutKind, prefix: string): void {
   beforeAll(async () => {
-    url = await freshDatabase(prefix);
-    pool = openPool(url, { max: 8 });
+    place = await freshLayout(kind, prefix);
+    pool = openPool(place.url, { max: 8 });
   });
   afterAll(async () => {
     await pool?.end();
+    await place?.release();
   });
 }
 
-describe.skipIf(pgSkip)('writes on PostgreSQL agree with the in-memory engine', () => {
-  withDatabase('write');
+describe.skipIf(pgSkip).each(LAYOUTS)('writes on PostgreSQL agree with the in-memory engine (%s)', (kind) => {
+  withDatabase(kind, 'write');
 
   it('as loaded', async () => {
     const p = await Pair.open();
@@ -417,8 +421,8 @@ describe.skipIf(pgSkip)('writes on PostgreSQL agree with the in-memory engine', 
   });
 });
 
-describe.skipIf(pgSkip)('the HTTP write cases on the default data set', () => {
-  withDatabase('default');
+describe.skipIf(pgSkip).each(LAYOUTS)('the HTTP write cases on the default data set (%s)', (kind) => {
+  withDatabase(kind, 'default');
 
   it('new, replaced, children, removed with children, several operations, a failing change', async () => {
     const p = await Pair.open(null);
@@ -551,8 +555,8 @@ function randomChange(rng: Rng, keys: readonly string[]): ChangeOperation[] {
   return ops;
 }
 
-describe.skipIf(pgSkip)('random changes (seeded) agree step by step', () => {
-  withDatabase('random');
+describe.skipIf(pgSkip).each(LAYOUTS)('random changes (seeded) agree step by step (%s)', (kind) => {
+  withDatabase(kind, 'random');
 
   it('60 changes', async () => {
     const p = await Pair.open();
@@ -567,8 +571,8 @@ describe.skipIf(pgSkip)('random changes (seeded) agree step by step', () => {
   });
 });
 
-describe.skipIf(pgSkip)('what PostgreSQL cannot store as the in-memory engine does', () => {
-  withDatabase('unsupported');
+describe.skipIf(pgSkip).each(LAYOUTS)('what PostgreSQL cannot store as the in-memory engine does (%s)', (kind) => {
+  withDatabase(kind, 'unsupported');
 
   it('a new field whose name cannot be a column, text with NUL, a token too long for an index: PgUnsupportedValue, nothing written', async () => {
     const p = await Pair.open();
@@ -607,8 +611,8 @@ describe.skipIf(pgSkip)('what PostgreSQL cannot store as the in-memory engine do
   });
 });
 
-describe.skipIf(pgSkip)('writes on PostgreSQL are atomic and serialized', () => {
-  withDatabase('atomic');
+describe.skipIf(pgSkip).each(LAYOUTS)('writes on PostgreSQL are atomic and serialized (%s)', (kind) => {
+  withDatabase(kind, 'atomic');
 
   it('a change failing in its third operation leaves every table exactly as before', async () => {
     const p = await Pair.open();
@@ -659,7 +663,7 @@ describe.skipIf(pgSkip)('writes on PostgreSQL are atomic and serialized', () => 
   it('two writers on one database (two pools, as two processes) are serialized and keep the statistics exact', async () => {
     const p = await Pair.open();
     const { schemas } = await readSchemas(pool, p.layout);
-    const second = openPool(url, { max: 2 });
+    const second = openPool(place.url, { max: 2 });
     try {
       const a = dataSet(300, 'a').Property.map((r) => ({ ...r, ListingKey: `A-${r.ListingKey as string}`, PublicRemarks: 'alpha words shared' }));
       const b = dataSet(300, 'b').Property.map((r) => ({ ...r, ListingKey: `B-${r.ListingKey as string}`, PublicRemarks: 'beta words shared' }));
