@@ -16,7 +16,8 @@ import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
 import { DEFAULT_PG_SCHEMA, Layout } from '../pg/layout.js';
-import { openPool } from '../pg/connect.js';
+import { openPool, shownUrl } from '../pg/connect.js';
+import { checkDistribution, type Distribution } from '../pg/distribution.js';
 import { loadDirectoryIntoPostgres } from '../pg/load.js';
 import { SnapshotError } from '../snapshot/file.js';
 import { DataError } from '../store/errors.js';
@@ -126,14 +127,20 @@ function positiveInteger(text: string | undefined, name: string, min = 1): numbe
   return n;
 }
 
-/** A connection URL as it may be printed: without its password. */
-function shownUrl(url: string): string {
+/** The distribution pg init / pg load flags ask for (undefined: none named). */
+function distributionOf(values: { citus?: boolean; 'shard-count'?: string; workers?: string; partitions?: string }): Distribution | undefined {
+  if (values.citus && values.workers !== undefined) throw new UsageError('--citus and --workers are two different layouts: choose one');
+  if (values['shard-count'] !== undefined && !values.citus) throw new UsageError('--shard-count goes with --citus');
+  if (values.partitions !== undefined && values.workers === undefined) throw new UsageError('--partitions goes with --workers');
+  let d: Distribution | undefined;
+  if (values.citus) d = { kind: 'citus', shardCount: positiveInteger(values['shard-count'], '--shard-count') };
+  else if (values.workers !== undefined)
+    d = { kind: 'partitioned', workers: values.workers.split(','), partitions: positiveInteger(values.partitions, '--partitions') };
+  if (d === undefined) return undefined;
   try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the database';
+    return checkDistribution(d);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^distribution\./, '--'), { cause: err });
   }
 }
 
@@ -324,7 +331,8 @@ async function runQuery(argv: string[]): Promise<number> {
 
 async function runPg(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  if (command !== 'load') throw new UsageError(command === undefined ? 'pg takes a command: pg load' : `unknown pg command '${command}'`);
+  if (command !== 'load' && command !== 'init')
+    throw new UsageError(command === undefined ? 'pg takes a command: pg init or pg load' : `unknown pg command '${command}'`);
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -333,17 +341,28 @@ async function runPg(argv: string[]): Promise<void> {
       schema: { type: 'string', default: DEFAULT_PG_SCHEMA },
       replace: { type: 'boolean', default: false },
       'skip-bad-records': { type: 'boolean', default: false },
+      citus: { type: 'boolean', default: false },
+      'shard-count': { type: 'string' },
+      workers: { type: 'string' },
+      partitions: { type: 'string' },
     },
     strict: true,
   });
+  // pg init makes the layout, distributed as asked, with the data set (the embedded one unless --data)
+  if (command === 'init') values.data ??= DEFAULT_DATA_DIR;
   if (!values.data) throw new UsageError('--data DIR is required');
   if (!values.url) throw new UsageError('--url URL is required');
+  const distribution = distributionOf(values);
   const layout = layoutOf(values.schema);
   const started = Date.now();
   process.stderr.write(`loading ${values.data} into ${shownUrl(values.url)} ...\n`);
   const pool = openPool(values.url);
   try {
-    const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, { skipBadRecords: values['skip-bad-records'], replace: values.replace });
+    const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, {
+      skipBadRecords: values['skip-bad-records'],
+      replace: values.replace,
+      distribution,
+    });
     const n = (x: number): string => x.toLocaleString('en-US');
     const t = loaded.tables;
     const skipped = loaded.report.skipped;

@@ -19,6 +19,17 @@ export interface PoolOptions {
 
 export const APPLICATION_NAME = 'reso-engine';
 
+/** A connection URL for messages: the password hidden. */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the database';
+  }
+}
+
 export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -32,7 +43,10 @@ export function openPool(url: string, options: PoolOptions = {}): pg.Pool {
     // run with its literals: a shape's generic plan cannot know how selective a literal is, and
     // PostgreSQL's switch to it after five runs made Q1 of the benchmark 10.8 ms where a custom
     // plan takes 1.8 ms (100k listings).
-    options: '-c plan_cache_mode=force_custom_plan',
+    // Partitionwise join and aggregation (off by default: they cost planning time) let a
+    // partitioned layout's joins and groups run per partition, on the partition's worker
+    // (src/pg/distribution.ts); on a table that is not partitioned they change nothing.
+    options: '-c plan_cache_mode=force_custom_plan -c enable_partitionwise_join=on -c enable_partitionwise_aggregate=on',
   });
   // An idle client whose connection breaks (server restart) emits 'error' on the pool; unheard, it
   // would crash the process. The pool drops that client already; the next checkout connects anew.

@@ -25,6 +25,7 @@ import { queryText, type ExplainOptions, type QueryInput, type QueryOptions } fr
 import { openPool, unavailable } from './connect.js';
 import { DEFAULT_PG_SCHEMA, Layout } from './layout.js';
 import { loadIntoPostgres } from './load.js';
+import type { Distribution } from './distribution.js';
 import { checkLayout, readSchemas } from './migrate.js';
 import { countPlan, recordOf, runPlan, visibilitySql, type RunContext } from './query.js';
 import { checkSearch } from './search.js';
@@ -43,6 +44,11 @@ export interface PostgresOptions {
   readonly statementTimeoutMs?: number;
   /** With `data`: replace a layout the schema already holds (default: refuse, PgSchemaExists). */
   readonly replace?: boolean;
+  /**
+   * With `data`: how the new layout is spread over servers (src/pg/distribution.ts; default one
+   * server). Without `data` the database's own layout is read, however it is spread.
+   */
+  readonly distribution?: Distribution;
 }
 
 export interface PostgresOpenOptions {
@@ -91,7 +97,7 @@ export class PostgresEngine {
       if (options.data !== undefined) {
         const load = { skipBadRecords: options.skipBadRecords, now: clock };
         const store = typeof options.data === 'string' ? await loadDataDirectory(options.data, load) : loadRecords(options.data, load);
-        await loadIntoPostgres(pool, layout, store, { replace: options.postgres.replace ?? false });
+        await loadIntoPostgres(pool, layout, store, { replace: options.postgres.replace ?? false, distribution: options.postgres.distribution });
       }
       await checkLayout(pool, layout);
       const meta = await readSchemas(pool, layout);

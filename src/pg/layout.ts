@@ -167,19 +167,51 @@ export function fieldColumnDefinitions(resource: ResourceName, f: FieldDef): str
   return out;
 }
 
-/** The table's columns in order, as `name type` definitions. */
-export function columnDefinitions(schema: TableSchema): string[] {
+/**
+ * How a table is spread (src/pg/distribution.ts): `local` on one server (single node, or a Citus
+ * reference table), `citus` hash-distributed on its listing key (the primary key must hold the
+ * distribution column there), `partitioned` hash-partitioned on its listing key into foreign tables
+ * (no primary key on the parent: foreign partitions cannot have one; each worker's partition has it).
+ */
+export type TableSpread = 'local' | 'citus' | 'partitioned';
+
+/** The resources spread by listing: Property on its key, its children on their link to it, so a listing and its children share a shard. */
+export const SHARDED_RESOURCES: readonly ResourceName[] = RESOURCE_NAMES.filter((r) => r === 'Property' || CATALOG[r].parent !== null);
+
+/** The listing key column a sharded resource is spread on (Property: ListingKey; a child: its link field). */
+export function shardColumn(resource: ResourceName): string {
+  if (!SHARDED_RESOURCES.includes(resource)) throw new Error(`${resource} is not spread by listing`);
+  return CATALOG[resource].parent?.field ?? CATALOG[resource].key;
+}
+
+/** The table's columns in order, as `name type` definitions, with the primary key its spread allows. */
+export function columnDefinitions(schema: TableSchema, spread: TableSpread = 'local'): string[] {
   const out: string[] = [];
   for (const f of schema.fields) out.push(...fieldColumnDefinitions(schema.resource, f));
   if (schema.resource === 'Property') {
     for (const s of SEARCH_FIELDS) out.push(`${tokensColumn(s)} text[] COLLATE "C" NOT NULL DEFAULT '{}'`, `${lengthColumn(s)} integer NOT NULL DEFAULT 0`);
   }
-  out.push(`PRIMARY KEY (${column({ name: schema.key })})`);
+  const key = column({ name: schema.key });
+  if (spread === 'local') {
+    out.push(`PRIMARY KEY (${key})`);
+    return out;
+  }
+  // a child table whose data never had its link field still needs the column to be spread on (it stays null: such rows link nothing)
+  const link = shardColumn(schema.resource);
+  if (schema.field(link) === undefined) out.push(`${column({ name: link })} text COLLATE "C"`);
+  if (spread === 'citus') {
+    const shard = column({ name: link });
+    out.push(`PRIMARY KEY (${shard === key ? key : `${shard}, ${key}`})`);
+  }
   return out;
 }
 
-/** CREATE statements of the whole layout (tables first; indexes come after the load: indexStatements). */
-export function createStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
+/**
+ * CREATE statements of the whole layout (tables first; indexes come after the load:
+ * indexStatements). `spread` says how the sharded resources are spread (the others are always
+ * made local; Citus makes them reference tables afterwards, src/pg/distribution.ts).
+ */
+export function createStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>, spread: TableSpread = 'local'): string[] {
   const out = [
     // geography columns need PostGIS in the database (a no-op where it is there already)
     'CREATE EXTENSION IF NOT EXISTS postgis',
@@ -190,7 +222,11 @@ export function createStatements(layout: Layout, schemas: Readonly<Record<Resour
     `CREATE TABLE ${layout.terms} (field text NOT NULL, term text COLLATE "C" NOT NULL, df integer NOT NULL CHECK (df > 0), PRIMARY KEY (field, term))`,
     `CREATE TABLE ${layout.search} (field text PRIMARY KEY, n bigint NOT NULL, total_length bigint NOT NULL)`,
   ];
-  for (const r of RESOURCE_NAMES) out.push(`CREATE TABLE ${layout.table(r)} (${columnDefinitions(schemas[r]).join(', ')})`);
+  for (const r of RESOURCE_NAMES) {
+    const s = SHARDED_RESOURCES.includes(r) ? spread : 'local';
+    const partitioned = s === 'partitioned' ? ` PARTITION BY HASH (${column({ name: shardColumn(r) })})` : '';
+    out.push(`CREATE TABLE ${layout.table(r)} (${columnDefinitions(schemas[r], s).join(', ')})${partitioned}`);
+  }
   // epoch ms, NULL when the first version had no ModificationTimestamp (src/pg/write.ts)
   out.push(`CREATE TABLE ${layout.first} (key text COLLATE "C" PRIMARY KEY, modified double precision)`);
   return out;
@@ -204,44 +240,56 @@ function indexName(resource: ResourceName, what: string): string {
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
  * resources (hash on free text) and on each child's link and default order, GiST on geography,
- * GIN on the search tokens and on collections, and the reversed terms of `#terms`.
+ * GIN on the search tokens and on collections, and the reversed terms of `#terms`. Without
+ * `sharded`, the sharded resources' indexes are left out: a partitioned layout makes them on each
+ * worker's partitions (tableIndexStatements).
  */
-export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): string[] {
+export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>, sharded = true): string[] {
   const out: string[] = [];
   for (const r of RESOURCE_NAMES) {
-    const schema = schemas[r];
-    const table = layout.table(r);
-    const parent = CATALOG[r].parent;
-    for (const f of schema.fields) {
-      if (f.key || !isStored(f)) continue;
-      if (f.type === 'Edm.GeographyPoint') {
-        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gist (${column(f)})`);
-      } else if (f.collection) {
-        if (r === 'Property') out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING gin (${column(f)})`);
-      } else if (parent !== null && f.name === parent.field) {
-        const order = CATALOG[r].childOrder.filter((k) => schema.field(k.field) !== undefined);
-        // nulls lowest, as the in-memory ChildIndex orders children (src/pg/expand.ts reads them in this order)
-        const keys = [
-          column(f),
-          ...order.map((k) => `${column({ name: k.field })} ${k.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`),
-          column({ name: schema.key }),
-        ];
-        out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${keys.join(', ')})`);
-      } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
-        // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
-        // (about 2.7 kB after compression), which would fail the load: a hash index holds only
-        // hashes and still serves equality. B-trees keep nulls first, the order's nulls-lowest rule:
-        // read forward they give `ASC NULLS FIRST`, backward `DESC NULLS LAST`, both directions of $orderby
-        if (f.type === 'Edm.String' && f.freeText) out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} USING hash (${column(f)})`);
-        else out.push(`CREATE INDEX ${indexName(r, f.name)} ON ${table} (${column(f)} ASC NULLS FIRST)`);
-      }
-    }
-    // the key in JavaScript's UTF-16 order: what top-level orders end with and keyset pages continue after (src/pg/query.ts)
-    if (parent === null) out.push(`CREATE INDEX ${indexName(r, '#key')} ON ${table} (${utf16Order(column({ name: schema.key }))})`);
-    if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`CREATE INDEX ${indexName(r, s)} ON ${table} USING gin (${tokensColumn(s)})`);
+    if (sharded || !SHARDED_RESOURCES.includes(r)) out.push(...tableIndexStatements(schemas[r], layout.table(r), (what) => indexName(r, what)));
   }
   // One-edit look-ups find the terms ending like a query word by a range of reversed terms (src/pg/search.ts).
   out.push(`CREATE INDEX ${quote('#terms#reverse')} ON ${layout.terms} (field, reverse(term))`);
+  return out;
+}
+
+/**
+ * The indexes of one resource's table (`table`: its qualified name; `name`: the index name of an
+ * indexed thing, or null to let PostgreSQL choose one, as a partition's indexes do).
+ */
+export function tableIndexStatements(schema: TableSchema, table: string, name: ((what: string) => string) | null): string[] {
+  const r = schema.resource;
+  const out: string[] = [];
+  const index = (what: string): string => `CREATE INDEX ${name === null ? '' : `${name(what)} `}ON ${table}`;
+  const parent = CATALOG[r].parent;
+  for (const f of schema.fields) {
+    if (f.key || !isStored(f)) continue;
+    if (f.type === 'Edm.GeographyPoint') {
+      out.push(`${index(f.name)} USING gist (${column(f)})`);
+    } else if (f.collection) {
+      if (r === 'Property') out.push(`${index(f.name)} USING gin (${column(f)})`);
+    } else if (parent !== null && f.name === parent.field) {
+      const order = CATALOG[r].childOrder.filter((k) => schema.field(k.field) !== undefined);
+      // nulls lowest, as the in-memory ChildIndex orders children (src/pg/expand.ts reads them in this order)
+      const keys = [
+        column(f),
+        ...order.map((k) => `${column({ name: k.field })} ${k.descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`),
+        column({ name: schema.key }),
+      ];
+      out.push(`${index(f.name)} (${keys.join(', ')})`);
+    } else if (f.sortable && f.filterable && (r === 'Property' || r === 'Member' || r === 'Office' || r === 'EntityEvent')) {
+      // free text (remarks, bios, URLs, identifiers) may be longer than a B-tree entry can be
+      // (about 2.7 kB after compression), which would fail the load: a hash index holds only
+      // hashes and still serves equality. B-trees keep nulls first, the order's nulls-lowest rule:
+      // read forward they give `ASC NULLS FIRST`, backward `DESC NULLS LAST`, both directions of $orderby
+      if (f.type === 'Edm.String' && f.freeText) out.push(`${index(f.name)} USING hash (${column(f)})`);
+      else out.push(`${index(f.name)} (${column(f)} ASC NULLS FIRST)`);
+    }
+  }
+  // the key in JavaScript's UTF-16 order: what top-level orders end with and keyset pages continue after (src/pg/query.ts)
+  if (parent === null) out.push(`${index('#key')} (${utf16Order(column({ name: schema.key }))})`);
+  if (r === 'Property') for (const s of SEARCH_FIELDS) out.push(`${index(s)} USING gin (${tokensColumn(s)})`);
   return out;
 }
 

@@ -14,7 +14,7 @@ import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { LoadReport } from '../store/store.js';
 import { transaction, unavailable } from './connect.js';
-import { LAYOUT_VERSION, createStatements, indexStatements, quote, schemaFromJson, schemaToJson, type Layout } from './layout.js';
+import { LAYOUT_VERSION, createStatements, indexStatements, quote, schemaFromJson, schemaToJson, type Layout, type TableSpread } from './layout.js';
 
 /** One step of the layout: statements that turn a database of version `from` into version `to`. */
 export interface Migration {
@@ -60,7 +60,7 @@ export interface Db {
 const NOT_INITIALIZED_HINT = 'run `reso-engine pg load --data DIR --url URL` to load a data set into it';
 
 /** The `#meta` value of `key`, or undefined when the row is absent. */
-async function readMeta(db: Db, layout: Layout, key: string, lock = false): Promise<unknown> {
+export async function readMeta(db: Db, layout: Layout, key: string, lock = false): Promise<unknown> {
   const { rows } = await db.query<{ value: unknown }>(`SELECT value FROM ${layout.meta} WHERE key = $1${lock ? ' FOR UPDATE' : ''}`, [key]);
   return rows.length === 0 ? undefined : rows[0].value;
 }
@@ -82,8 +82,13 @@ function layoutRecord(version: number): LayoutRecord {
  * `#search` with an empty row per search field) on a client inside the caller's transaction.
  * Indexes are not made here (the loader makes them after its COPY).
  */
-export async function createLayout(client: Db, layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>): Promise<void> {
-  for (const statement of createStatements(layout, schemas)) await client.query(statement);
+export async function createLayout(
+  client: Db,
+  layout: Layout,
+  schemas: Readonly<Record<ResourceName, TableSchema>>,
+  spread: TableSpread = 'local',
+): Promise<void> {
+  for (const statement of createStatements(layout, schemas, spread)) await client.query(statement);
   await writeMeta(client, layout, 'layout', layoutRecord(LAYOUT_VERSION));
   await writeMeta(client, layout, 'schemas', Object.fromEntries(RESOURCE_NAMES.map((r) => [r, schemaToJson(schemas[r])])));
   await client.query(`INSERT INTO ${layout.search} (field, n, total_length) SELECT unnest($1::text[]), 0, 0`, [SEARCH_FIELDS]);

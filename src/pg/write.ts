@@ -70,7 +70,8 @@ import {
   type Layout,
 } from './layout.js';
 import { tooLarge } from './load.js';
-import { readSchemas, writeMeta } from './migrate.js';
+import { readMeta, readSchemas, writeMeta } from './migrate.js';
+import { addColumns, distributionRecord } from './distribution.js';
 
 type Schemas = Readonly<Record<ResourceName, TableSchema>>;
 
@@ -91,20 +92,61 @@ export async function applyChanges(
   clock: () => number,
 ): Promise<{ summary: ChangeSummary; schemas: Schemas }> {
   const ops = checkOperations(operations);
-  return transaction(
-    pool,
-    async (db) => {
-      await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reso-engine write ${layout.schema}`]);
-      const { schemas } = await readSchemas(db, layout);
-      const change = new PgChange(db, layout, schemas, clock);
-      for (const op of ops) await change.apply(op);
-      return change.finish();
-    },
-    { isolation: 'read committed' },
-  ).catch((err: unknown) => {
-    // an index entry beyond a page (a search token of thousands of letters): refused as the load refuses it
-    throw tooLarge(err) ?? err;
-  });
+  const lock = (db: pg.PoolClient): Promise<unknown> => db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`reso-engine write ${layout.schema}`]);
+  // A spread layout cannot add a column inside the change that needs it (a partitioned layout's
+  // workers hold the change's own remote transactions open): the change stops and rolls back, the
+  // columns are added in a transaction of their own, and the change runs again with them. Each
+  // round adds at least one column, so this ends. Should the change then fail, the columns stay,
+  // unused (the schema in `#meta` never got them); adding them again replaces them.
+  const prepared = new Map<ResourceName, Set<string>>();
+  for (;;) {
+    try {
+      return await transaction(
+        pool,
+        async (db) => {
+          await lock(db);
+          const { schemas } = await readSchemas(db, layout);
+          const record = distributionRecord(await readMeta(db, layout, 'distribution'));
+          const change = new PgChange(db, layout, schemas, clock, record.kind === 'single' ? null : prepared);
+          for (const op of ops) await change.apply(op);
+          return await change.finish();
+        },
+        { isolation: 'read committed' },
+      );
+    } catch (err) {
+      // an index entry beyond a page (a search token of thousands of letters): refused as the load refuses it
+      if (!(err instanceof NeedsColumns)) throw tooLarge(err) ?? err;
+      const { resource, fields } = err;
+      await transaction(pool, async (db) => {
+        await lock(db);
+        // a field another writer added meanwhile is in the schema now, with its values: never replaced
+        const { schemas } = await readSchemas(db, layout);
+        const missing = fields.filter((f) => schemas[resource].field(f.name) === undefined);
+        const record = distributionRecord(await readMeta(db, layout, 'distribution'));
+        if (missing.length > 0)
+          await addColumns(
+            db,
+            layout,
+            record,
+            resource,
+            missing.flatMap((f) => fieldColumnDefinitions(resource, f)),
+          );
+      });
+      const names = prepared.get(resource) ?? new Set<string>();
+      for (const f of fields) names.add(f.name);
+      prepared.set(resource, names);
+    }
+  }
+}
+
+/** A change on a spread layout met fields its table lacks: they are added before it runs again (applyChanges). */
+class NeedsColumns extends Error {
+  constructor(
+    readonly resource: ResourceName,
+    readonly fields: readonly FieldDef[],
+  ) {
+    super(`${resource} needs columns ${fields.map((f) => f.name).join(', ')}`);
+  }
 }
 
 /** A column an INSERT writes: its quoted name, the cast of its text, and its text per batch row (null: NULL). */
@@ -238,6 +280,11 @@ class PgChange {
     private readonly layout: Layout,
     schemas: Schemas,
     private readonly clock: () => number,
+    /**
+     * On a layout spread over servers, the columns added for this change so far, per resource (new
+     * columns are added outside the change: applyChanges); null on a single node.
+     */
+    private readonly prepared: ReadonlyMap<ResourceName, ReadonlySet<string>> | null,
   ) {
     this.schemas = { ...schemas };
     this.before = schemas;
@@ -405,24 +452,32 @@ class PgChange {
       }
     }
     const definitions = added.flatMap((f) => fieldColumnDefinitions(r, f));
-    if (definitions.length > 0) await this.db.query(`ALTER TABLE ${this.layout.table(r)} ${definitions.map((d) => `ADD COLUMN ${d}`).join(', ')}`);
+    if (this.prepared !== null) {
+      const missing = added.filter((f) => this.prepared!.get(r)?.has(f.name) !== true);
+      if (missing.length > 0) throw new NeedsColumns(r, missing);
+    } else if (definitions.length > 0) await this.db.query(`ALTER TABLE ${this.layout.table(r)} ${definitions.map((d) => `ADD COLUMN ${d}`).join(', ')}`);
     this.schemas[r] = schema;
     this.schemasChanged = true;
   }
 
-  /** INSERT ... ON CONFLICT (key) DO UPDATE of `rows` batch rows: one text array per column, through unnest. */
+  /**
+   * Writes `rows` batch rows, replacing the records of their keys: the old rows are deleted, the
+   * new ones inserted (one text array per column, through unnest). Not INSERT ... ON CONFLICT: a
+   * partitioned table with foreign partitions has no unique index to conflict on, and a Citus child
+   * table's key is unique only with its listing key.
+   */
   private async upsertRows(r: ResourceName, columns: readonly InsertColumn[], rows: number): Promise<void> {
     if (rows === 0) return;
     const key = column({ name: this.schemas[r].key });
     const values = columns.map((c) => Array.from({ length: rows }, (_, row) => c.text(row)));
     const names = columns.map((c) => c.column);
     const aliases = columns.map((_, i) => `c${i}`);
-    const update = names.filter((n) => n !== key).map((n) => `${n} = EXCLUDED.${n}`);
+    const keys = values[names.indexOf(key)];
+    await this.db.query(`DELETE FROM ${this.layout.table(r)} WHERE ${key} = ANY($1::text[])`, [keys]);
     await this.db.query(
       `INSERT INTO ${this.layout.table(r)} (${names.join(', ')})
        SELECT ${columns.map((c, i) => `u.${aliases[i]}::${c.cast}`).join(', ')}
-       FROM unnest(${columns.map((_, i) => `$${i + 1}::text[]`).join(', ')}) AS u(${aliases.join(', ')})
-       ON CONFLICT (${key}) ${update.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${update.join(', ')}`}`,
+       FROM unnest(${columns.map((_, i) => `$${i + 1}::text[]`).join(', ')}) AS u(${aliases.join(', ')})`,
       values,
     );
   }
