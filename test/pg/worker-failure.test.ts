@@ -85,11 +85,19 @@ async function partitionsOf(coordinator: pg.Client, table: string): Promise<Arra
   });
 }
 
-/** Waits until a backend of the worker waits on a lock (the coordinator's remote scans, `count` of them). */
+/**
+ * Waits until `count` backends of the worker wait on a lock (the coordinator's remote scans). From
+ * a connection outside any transaction: a transaction reads pg_stat_activity once and keeps that.
+ * The deadline only turns a hang into a failure that says what it saw.
+ */
 async function remoteWaits(worker: pg.Client, count: number): Promise<void> {
+  const until = Date.now() + 60_000;
   for (;;) {
-    const r = await worker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()");
+    const r = await worker.query<{ n: number; seen: string | null }>(
+      "SELECT count(*) FILTER (WHERE wait_event_type = 'Lock')::int AS n, string_agg(concat_ws(' ', application_name, state, wait_event_type, wait_event), '; ') AS seen FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()",
+    );
     if (r.rows[0].n >= count) return;
+    if (Date.now() > until) throw new Error(`no ${count} remote scans waiting on the lock; the worker's sessions: ${r.rows[0].seen ?? 'none'}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -166,21 +174,24 @@ describe.skipIf(pgSkip || !LAYOUTS.includes('partitioned'))('a worker of the par
 
   it('a query waiting on the worker when it stops: BackendUnavailable (503 with Retry-After over HTTP), nothing partial', async () => {
     expect(before.value.length).toBe(7);
-    const lock = new pg.Client({ connectionString: workerUrls[0] });
-    lock.on('error', () => undefined);
-    await lock.connect();
+    // one connection to worker 0 holds the lock, another watches its sessions
+    const [lock, watch] = [new pg.Client({ connectionString: workerUrls[0] }), new pg.Client({ connectionString: workerUrls[0] })];
+    for (const c of [lock, watch]) {
+      c.on('error', () => undefined);
+      await c.connect();
+    }
     try {
       await lock.query('BEGIN');
       await lock.query(`LOCK TABLE ${onStopped.map((p) => p.remote).join(', ')} IN ACCESS EXCLUSIVE MODE`);
       // one through the engine, one over HTTP: both wait on the worker's lock
       const query = settle(engine.query('Property', QUERY));
       const http = call(handler, `${DATA}/Property?${QUERY}`, { token });
-      await remoteWaits(lock, 2);
+      await remoteWaits(watch, 2);
       await workers[0].kill();
       expectBackendUnavailable(await query, 'the engine');
       expectUnavailable(await http, 'over HTTP');
     } finally {
-      await lock.end().catch(() => undefined);
+      await Promise.all([lock.end().catch(() => undefined), watch.end().catch(() => undefined)]);
     }
   });
 
