@@ -63,6 +63,7 @@ export {
   PostgresEngine,
 } from './engine.js';
 export type { ChangeOperation, ChangeSummary } from './live/change.js';
+export type { Distribution } from './pg/distribution.js';
 export { SnapshotError } from './snapshot/file.js';
 export type { SnapshotErrorCode } from './snapshot/file.js';
 export type {

@@ -55,11 +55,21 @@ const USAGE = `Usage:
       one snapshot file, which serve --snapshot and query --snapshot open much faster than the
       data. FILE is replaced atomically.
   reso-engine pg load --data DIR --url URL [--schema S] [--replace] [--skip-bad-records]
+                     [--citus [--shard-count N] | --workers URL,URL,... [--partitions N]]
       Loads a data directory into a PostgreSQL 15 database with PostGIS 3 (URL: a connection URL,
       postgres://user:password@host:port/database), in the PostgreSQL schema S (default reso),
       for serve --postgres and query --postgres. The data is checked as serve --data checks it: a
       bad line stops the load (nothing is kept) unless --skip-bad-records. A schema that already
-      holds a data set is refused unless --replace, which replaces it in one transaction.
+      holds a data set is refused unless --replace, which replaces it in one transaction (a
+      Citus layout stays on Citus; a partitioned one needs --workers again).
+      --citus: URL is a Citus coordinator; Property is hash-distributed on ListingKey (N shards,
+      default the cluster's citus.shard_count), Media, OpenHouse and PropertyChange co-located
+      with it, the other tables reference tables. --workers: the listing tables are
+      hash-partitioned (N partitions, default two per worker) into postgres_fdw foreign tables
+      on the workers (URLs of their databases), the rest stays on URL (docs/scale-out.md).
+  reso-engine pg init --url URL [--data DIR] [--schema S] [--replace] [--citus ... | --workers ...]
+      pg load for a new deployment: makes the layout, distributed as asked, and loads DIR (default:
+      the embedded data set, with the demo accounts).
   reso-engine replicate --from URL --token TOKEN --to DIR [--page-size 1000]
       Pulls Property, Media and OpenHouse from a RESO Web API (URL: its base, e.g. the
       http://127.0.0.1:8080 of serve, or its OData service root) into DIR, a data directory that

@@ -18,6 +18,14 @@
  *   order (below 2^53), so they take the plain `sum`.
  * - Percentiles are `percentile_disc(p / 100)`, whose rank `ceil(fl(p/100) × n)` is the engine's
  *   `ceil(p × n / 100)` for every p the grammar has (`percentileFraction` says why).
+ *
+ * Spread over servers (DESIGN.md, "Scale-out"), the same statements give the same groups: counts,
+ * min, max and sums of integers are combined from each server's part, exactly; count(DISTINCT)
+ * from each server's distinct values; percentile_disc has no combine function, so Citus gathers
+ * the groups' rows to the coordinator (row-gather). A sum of decimals added per server and then
+ * combined would round in another order, so a grouping with one first gathers its operands and
+ * the key in a subquery with OFFSET 0 (which Citus computes on its own, before the grouping, and
+ * PostgreSQL does not merge into it) and groups them in one place, in key order.
  */
 import type { BoundAggregate, BoundGrouping } from '../plan/bind-apply.js';
 import { valueTypeOf } from '../plan/bind.js';
@@ -25,7 +33,7 @@ import { isIntegerType, type FieldDef } from '../schema/types.js';
 import type { JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, formatDate, formatTimestamp } from '../store/temporal.js';
 import { compileValue, utf16Order, type FilterContext } from './filter.js';
-import { column, isStored } from './layout.js';
+import { column, isStored, quote } from './layout.js';
 
 /** The statements of one grouping and the reader of their rows. */
 export interface ApplySql {
@@ -56,6 +64,8 @@ interface Output {
 }
 
 const EPOCH_DATE = "DATE '1970-01-01'";
+/** The alias of the gathered operands (sums of decimals: compileApply). */
+const GATHERED = 'g';
 
 function kindOf(field: FieldDef): Kind {
   const type = field.type;
@@ -187,15 +197,28 @@ export function compileApply(
     }
     return op;
   };
-  const key = `${ctx.alias}.${column({ name: ctx.schema.key })}`;
-
-  const groups = grouping.groupBy.map((f) => groupOutput(f.name, operandOf(f)));
   // an aggregate neither selected nor ordered by is not computed
   const selected = new Set(grouping.select ?? grouping.properties);
   const ordered = new Set(grouping.order.map((k) => k.property));
-  const aggregates = grouping.aggregates
-    .filter((a) => selected.has(a.alias) || ordered.has(a.alias))
-    .map((a) => aggregateOutput(a, a.field === null ? null : operandOf(a.field), key));
+  const computed = grouping.aggregates.filter((a) => selected.has(a.alias) || ordered.has(a.alias));
+  // every operand, in the order the statements use them (their parameters are added in that order)
+  for (const f of grouping.groupBy) operandOf(f);
+  for (const a of computed) if (a.field !== null) operandOf(a.field);
+  let source = from;
+  let key = `${ctx.alias}.${column({ name: ctx.schema.key })}`;
+  if (computed.some((a) => (a.op === 'sum' || a.op === 'average') && a.field !== null && operandOf(a.field).kind === 'decimal')) {
+    // Sums of decimals add in key order. Where the rows are spread over servers, a sum per server
+    // combined afterwards would add in another order: the operands and the key are gathered to one
+    // place first (a subquery with OFFSET is one Citus computes before the grouping, on the
+    // coordinator), and the grouping reads them there. Only the operands cross the network.
+    const columns = [...operands.values()].map((op, i) => `${op.sql} AS ${quote(`#o${i}`)}`);
+    source = `FROM (SELECT ${[...columns, `${key} AS ${quote('#k')}`].join(', ')} ${from} OFFSET 0) AS ${GATHERED}`;
+    [...operands.entries()].forEach(([name, op], i) => operands.set(name, { kind: op.kind, sql: `${GATHERED}.${quote(`#o${i}`)}` }));
+    key = `${GATHERED}.${quote('#k')}`;
+  }
+
+  const groups = grouping.groupBy.map((f) => groupOutput(f.name, operandOf(f)));
+  const aggregates = computed.map((a) => aggregateOutput(a, a.field === null ? null : operandOf(a.field), key));
   const outputs = [...groups, ...aggregates];
   const columnOf = new Map(outputs.map((o, i) => [o.property, i]));
   const name = (i: number): string => `c${i}`;
@@ -207,7 +230,7 @@ export function compileApply(
     `${outputs[i].text ? utf16Order(`r.${name(i)}`) : `r.${name(i)}`} ${descending ? 'DESC NULLS LAST' : 'ASC NULLS FIRST'}`;
   const order = [...grouping.order.map((k) => sortKey(columnOf.get(k.property)!, k.descending)), ...groups.map((_, i) => sortKey(i, false))];
   const orderBy = order.length === 0 ? '' : ` ORDER BY ${order.join(', ')}`;
-  const inner = `SELECT ${select} ${from}${groupBy}`;
+  const inner = `SELECT ${select} ${source}${groupBy}`;
   const offset = ctx.params.add(page.offset, 'bigint');
   const limit = ctx.params.add(page.limit, 'bigint');
   const rowsSql = `SELECT r.* FROM (${inner}) r${orderBy} OFFSET ${offset} LIMIT ${limit}`;

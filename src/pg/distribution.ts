@@ -81,7 +81,7 @@ export function checkDistribution(value: Distribution | undefined): Distribution
 }
 
 /** How the sharded resources' tables are spread under a distribution. */
-export function spreadOf(d: Distribution | DistributionRecord): TableSpread {
+export function spreadOf(d: Distribution | DistributionRecord): Exclude<TableSpread, 'partition'> {
   return d.kind === 'single' ? 'local' : d.kind;
 }
 
@@ -228,7 +228,7 @@ export async function spreadLayout(
         const w = workerOf(d, i);
         const table = partitionTable(layout, r, i);
         await clients[w].query(`DROP TABLE IF EXISTS ${table}`);
-        await clients[w].query(`CREATE TABLE ${table} (${columnDefinitions(schemas[r], 'local').join(', ')})`);
+        await clients[w].query(`CREATE TABLE ${table} (${columnDefinitions(schemas[r], 'partition').join(', ')})`);
         await runFormatted(
           client,
           `CREATE FOREIGN TABLE ${partitionTable(layout, r, i)} PARTITION OF ${layout.table(r)} FOR VALUES WITH (MODULUS ${partitions}, REMAINDER ${i}) SERVER %I OPTIONS (schema_name %L, table_name %L)`,

@@ -17,31 +17,32 @@
  * ChildIndex compares keys so (`compareUtf8`), and so does a nested `$orderby` among siblings;
  * `COLLATE "C"` alone (code point order) would differ where a supplementary character meets
  * U+E000..U+FFFF.
-
- * One statement per navigation property per page (never one per listing):
  *
- *   SELECT k.i, <record columns of c>
- *   FROM unnest($keys::text[]) WITH ORDINALITY AS k(key, i)
- *   CROSS JOIN LATERAL (
- *     SELECT c.*, row_number() OVER (ORDER BY <order>) AS "#rn"
- *     FROM <children of k.key> AS c WHERE <link> AND (<nested $filter>)
- *     ORDER BY <order> OFFSET $skip LIMIT $top
- *   ) AS c
- *   ORDER BY k.i, c."#rn"
+ * One statement per navigation property per page (never one per listing), over the children of
+ * every listing of the page at once:
  *
- * The lateral subquery probes the child table's (link, default order, key) index once per listing
- * (layout.ts orders its columns with the same null placement, so only ties of equal order values
- * are sorted, incrementally) and stops at $skip + $top; the window's ORDER BY is the same text as
- * the subquery's (the same bind parameters), so PostgreSQL sorts once. A single-valued navigation property (ListAgent ...
- * CoBuyerOffice) is one look-up of the page's distinct keys: `WHERE key = ANY($keys)` plus the
- * target's own visibility (its OriginatingSystemName among the caller's sources; a table without
- * that field shows nothing to a caller limited to sources) and the nested `$filter`.
+ *   SELECT c.<link>, c."#rn", <record columns of c>
+ *   FROM (SELECT c.*, row_number() OVER (PARTITION BY c.<link> ORDER BY <order>) AS "#rn"
+ *         FROM <child> AS c WHERE c.<link> = ANY($keys) AND (<nested $filter>)) AS c
+ *   WHERE c."#rn" > $skip AND c."#rn" <= $skip + $top
+ *
+ * and each listing's children put in their order ("#rn") here, the listings in page order. The
+ * link column is what the child table is distributed on (co-located with Property on Citus), and
+ * every window is partitioned by it, so the whole statement is one listing's business: Citus runs
+ * it on each shard as it is (no LATERAL, whose correlation with the page's keys, a recurring
+ * function scan, and its LIMIT it cannot push down), and PostgreSQL reads the child table's
+ * (link, default order, key) index once for the page's keys (layout.ts orders its columns with the
+ * same null placement, so the window sorts only ties of equal order values, incrementally). A
+ * single-valued navigation property (ListAgent ... CoBuyerOffice) is one look-up of the page's
+ * distinct keys: `WHERE key = ANY($keys)` plus the target's own visibility (its
+ * OriginatingSystemName among the caller's sources; a table without that field shows nothing to a
+ * caller limited to sources) and the nested `$filter` (Member and Office are reference tables).
  *
  * PreferredMedia (at most two photos, src/exec/expand.ts `preferredRows`) is a subquery of its own
  * over the listing's photos (MediaCategory 'Photo' or null) that pass the nested `$filter`:
  *
- *   SELECT c.*, row_number() OVER (ORDER BY c.key = c."#first" DESC, <default order>) AS "#pick"
- *   FROM (SELECT c.*, first_value(c.key) OVER (ORDER BY c."PreferredPhotoYN" IS TRUE DESC, <default order>) AS "#first"
+ *   SELECT c.*, row_number() OVER (PARTITION BY c.<link> ORDER BY c.key = c."#first" DESC, <default order>) AS "#pick"
+ *   FROM (SELECT c.*, first_value(c.key) OVER (PARTITION BY c.<link> ORDER BY c."PreferredPhotoYN" IS TRUE DESC, <default order>) AS "#first"
  *         FROM Media AS c WHERE <link> AND <photo> AND (<filter>)) AS c
  *
  * kept where "#pick" <= 2. `#first` is the first preferred photo in the default order, or the
@@ -138,6 +139,8 @@ export interface ChildrenScope {
   readonly defaultOrder: readonly string[];
   /** The key ascending (UTF-16 order): the last ORDER BY item after the items of a $orderby (`orderItems`), as ties go in memory. */
   readonly keyOrder: string;
+  /** The link column over the alias (what the child table is distributed on), or null when the schema links nothing. */
+  readonly link: string | null;
 }
 
 /**
@@ -159,11 +162,14 @@ export function childrenScope(
   ctx: { readonly layout: Layout; readonly schema: TableSchema; readonly alias: string; readonly params: Params; readonly filter: string | null },
 ): ChildrenScope {
   if (!/^[a-z_][a-z0-9_]*$/.test(ctx.alias)) throw new Error(`childrenScope: the alias must be a lower-case identifier, got ${JSON.stringify(ctx.alias)}`);
-  return scopeOf(navigation, ctx.schema, ctx.layout, ctx.alias, ctx.params.add(listingKey, 'text'), ctx.filter);
+  return scopeOf(navigation, ctx.schema, ctx.layout, ctx.alias, `= ${ctx.params.add(listingKey, 'text')}`, ctx.filter);
 }
 
-/** The scope of one listing's children, the listing's key given as an SQL expression (a parameter, or the lateral key). */
-function scopeOf(navigation: ChildNavigation, schema: TableSchema, layout: Layout, alias: string, listing: string, filter: string | null): ChildrenScope {
+/**
+ * The scope of the children of the listings `keys` names: an SQL comparison with the link column
+ * on its left, `= $n::text` (one listing) or `= ANY($n::text[])` (a page of them).
+ */
+function scopeOf(navigation: ChildNavigation, schema: TableSchema, layout: Layout, alias: string, keys: string, filter: string | null): ChildrenScope {
   const resource = schema.resource as ChildResourceName;
   // the alias as compileFilter and recordReader write it (unquoted, so lower-case)
   const a = alias;
@@ -173,34 +179,35 @@ function scopeOf(navigation: ChildNavigation, schema: TableSchema, layout: Layou
   // (orderSiblings) both break them; code point order (COLLATE "C") differs for a few characters
   const keyOrder = `${utf16Order(keyColumn)} ASC`;
   const defaultOrder = [...defaultOrderKeys(schema, a), keyOrder];
-  const conditions = [linkCondition(schema, a, listing)];
+  const link = linkOf(schema, a);
+  const conditions = [link === null ? 'FALSE' : `${link.column} ${keys}${link.when}`];
   if (filter !== null) conditions.push(`(${filter})`);
-  if (navigation !== 'PreferredMedia') return { from: table, where: conditions.join(' AND '), defaultOrder, keyOrder };
+  if (navigation !== 'PreferredMedia') return { from: table, where: conditions.join(' AND '), defaultOrder, keyOrder, link: link?.column ?? null };
   conditions.push(photoCondition(schema, a));
-  const candidates = `SELECT ${a}.*, first_value(${keyColumn}) OVER (ORDER BY ${preferredCondition(schema, a)} DESC, ${defaultOrder.join(', ')}) AS ${FIRST} FROM ${table} WHERE ${conditions.join(' AND ')}`;
-  const ranked = `SELECT ${a}.*, row_number() OVER (ORDER BY ${keyColumn} = ${a}.${FIRST} DESC, ${defaultOrder.join(', ')}) AS ${PICK} FROM (${candidates}) AS ${a}`;
+  // every window is one listing's (PARTITION BY its link): the rows of a listing are on one shard
+  const partition = link === null ? '' : `PARTITION BY ${link.column} `;
+  const candidates = `SELECT ${a}.*, first_value(${keyColumn}) OVER (${partition}ORDER BY ${preferredCondition(schema, a)} DESC, ${defaultOrder.join(', ')}) AS ${FIRST} FROM ${table} WHERE ${conditions.join(' AND ')}`;
+  const ranked = `SELECT ${a}.*, row_number() OVER (${partition}ORDER BY ${keyColumn} = ${a}.${FIRST} DESC, ${defaultOrder.join(', ')}) AS ${PICK} FROM (${candidates}) AS ${a}`;
   const picks = `(SELECT ${a}.* FROM (${ranked}) AS ${a} WHERE ${a}.${PICK} <= ${PREFERRED_MEDIA_MAX}) AS ${a}`;
-  return { from: picks, where: 'TRUE', defaultOrder: [`${a}.${PICK} ASC`], keyOrder };
+  return { from: picks, where: 'TRUE', defaultOrder: [`${a}.${PICK} ASC`], keyOrder, link: link?.column ?? null };
 }
 
 /**
- * The condition that a child row at `a` belongs to the listing `listing`: its link field equals
- * the key (and, for Media, ResourceName is 'Property'). FALSE when the schema lacks the fields
+ * How a child row at `a` names its listing: the link column (Media: ResourceRecordKey, the
+ * others: ListingKey; the column the child table is distributed on) and the condition under which
+ * it is a link at all (Media: ResourceName 'Property'), or null when the schema lacks the fields
  * (the in-memory loader then links nothing).
  */
-function linkCondition(schema: TableSchema, a: string, listing: string): string {
+function linkOf(schema: TableSchema, a: string): { readonly column: string; readonly when: string } | null {
   const parent = CATALOG[schema.resource].parent;
   if (parent === null) throw new Error(`${schema.resource} is not a child resource`);
   const link = schema.field(parent.field);
-  if (link === undefined || !isPlainString(link)) return 'FALSE';
-  const conditions = [`${a}.${column(link)} = ${listing}`];
-  if (parent.when !== null) {
-    const when = schema.field(parent.when.field);
-    if (when === undefined || !isPlainString(when)) return 'FALSE';
-    // a fixed name of the catalog, not a request's value; quote it as a string literal
-    conditions.push(`${a}.${column(when)} = ${stringLiteral(parent.when.equals)}`);
-  }
-  return conditions.join(' AND ');
+  if (link === undefined || !isPlainString(link)) return null;
+  if (parent.when === null) return { column: `${a}.${column(link)}`, when: '' };
+  const when = schema.field(parent.when.field);
+  if (when === undefined || !isPlainString(when)) return null;
+  // a fixed name of the catalog, not a request's value; quote it as a string literal
+  return { column: `${a}.${column(link)}`, when: ` AND ${a}.${column(when)} = ${stringLiteral(parent.when.equals)}` };
 }
 
 /** The default order's keys (without the key tie-break): nulls lowest, numeric, date and timestamp fields only (childComparator). */
@@ -274,21 +281,31 @@ async function expandChildren(e: BoundExpansion, parents: readonly ExpandParent[
   const schema = ctx.schemaOf(e.resource);
   const params = new Params();
   const fc = filterContext(schema, params, ctx.nowMs);
-  const keys = params.add(
-    parents.map((p) => p.key),
-    'text[]',
-  );
+  // the parents of each key (a page names a listing once, but nothing here depends on it)
+  const parentsOf = new Map<string, number[]>();
+  parents.forEach((p, i) => parentsOf.set(p.key, [...(parentsOf.get(p.key) ?? []), i]));
+  const keys = params.add([...parentsOf.keys()], 'text[]');
   const filter = e.filter === null ? null : compileFilter(e.filter, fc);
-  const scope = scopeOf(e.name as ChildNavigation, schema, ctx.layout, C, 'k.key', filter);
+  const scope = scopeOf(e.name as ChildNavigation, schema, ctx.layout, C, `= ANY(${keys})`, filter);
+  if (scope.link === null) return out;
   const order = (e.order.length > 0 ? [...orderItems(e.order, fc), scope.keyOrder] : scope.defaultOrder).join(', ');
   const reader = recordReader(schema, C, e.select);
+  const skip = params.add(e.skip, 'bigint');
   const text =
-    `SELECT k.i, ${reader.columns} FROM unnest(${keys}) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL (` +
-    `SELECT ${C}.*, row_number() OVER (ORDER BY ${order}) AS ${RN} FROM ${scope.from} WHERE ${scope.where} ` +
-    `ORDER BY ${order} OFFSET ${params.add(e.skip, 'bigint')} LIMIT ${params.add(e.top, 'bigint')}) AS ${C} ORDER BY k.i, ${C}.${RN}`;
+    `SELECT ${scope.link}, ${C}.${RN}, ${reader.columns} FROM (` +
+    `SELECT ${C}.*, row_number() OVER (PARTITION BY ${scope.link} ORDER BY ${order}) AS ${RN} FROM ${scope.from} WHERE ${scope.where}` +
+    // (skip and top are safe integers: their sum is far from bigint's end; `#rn <= constant` lets
+    // the window stop reading a listing's children at $skip + $top, a run condition)
+    `) AS ${C} WHERE ${C}.${RN} > ${skip} AND ${C}.${RN} <= ${skip} + ${params.add(e.top, 'bigint')}`;
+  // rows come per shard in no order: each listing's children are put in their order ("#rn") here
+  const found = parents.map((): Array<[number, unknown[]]> => []);
   for (const row of await arrayRows(ctx.db, text, params.values)) {
-    out[Number(row[0]) - 1].push(finish(reader.decode(row, 1, ctx.nowMs), ctx.ignoreNulls));
+    for (const p of parentsOf.get(row[0] as string) ?? []) found[p].push([Number(row[1]), row]);
   }
+  found.forEach((rows, p) => {
+    rows.sort((x, y) => x[0] - y[0]);
+    for (const [, row] of rows) out[p].push(finish(reader.decode(row, 2, ctx.nowMs), ctx.ignoreNulls));
+  });
   return out;
 }
 

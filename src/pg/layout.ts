@@ -171,9 +171,10 @@ export function fieldColumnDefinitions(resource: ResourceName, f: FieldDef): str
  * How a table is spread (src/pg/distribution.ts): `local` on one server (single node, or a Citus
  * reference table), `citus` hash-distributed on its listing key (the primary key must hold the
  * distribution column there), `partitioned` hash-partitioned on its listing key into foreign tables
- * (no primary key on the parent: foreign partitions cannot have one; each worker's partition has it).
+ * (no primary key on the parent: foreign partitions cannot have one), `partition` one worker's
+ * partition of such a table (keyed by its own key).
  */
-export type TableSpread = 'local' | 'citus' | 'partitioned';
+export type TableSpread = 'local' | 'citus' | 'partitioned' | 'partition';
 
 /** The resources spread by listing: Property on its key, its children on their link to it, so a listing and its children share a shard. */
 export const SHARDED_RESOURCES: readonly ResourceName[] = RESOURCE_NAMES.filter((r) => r === 'Property' || CATALOG[r].parent !== null);
@@ -203,6 +204,7 @@ export function columnDefinitions(schema: TableSchema, spread: TableSpread = 'lo
     const shard = column({ name: link });
     out.push(`PRIMARY KEY (${shard === key ? key : `${shard}, ${key}`})`);
   }
+  if (spread === 'partition') out.push(`PRIMARY KEY (${key})`);
   return out;
 }
 
