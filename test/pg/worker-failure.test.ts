@@ -167,9 +167,10 @@ describe.skipIf(pgSkip || !LAYOUTS.includes('partitioned'))('a worker of the par
   }, 300_000);
 
   afterAll(async () => {
+    // the workers first: a query still waiting on one (a failed test) then ends, so closing the engine cannot hang
+    await Promise.all(workers.map((w) => w.stop()));
     await coordinator?.end().catch(() => undefined);
     await engine?.close().catch(() => undefined);
-    await Promise.all(workers.map((w) => w.stop()));
   }, 120_000);
 
   it('a query waiting on the worker when it stops: BackendUnavailable (503 with Retry-After over HTTP), nothing partial', async () => {
