@@ -242,14 +242,17 @@ function indexName(resource: ResourceName, what: string): string {
 /**
  * The indexes, made after the bulk load: B-tree on every sortable scalar field of the top-level
  * resources (hash on free text) and on each child's link and default order, GiST on geography,
- * GIN on the search tokens and on collections, and the reversed terms of `#terms`. Without
- * `sharded`, the sharded resources' indexes are left out: a partitioned layout makes them on each
- * worker's partitions (tableIndexStatements).
+ * GIN on the search tokens and on collections, and the reversed terms of `#terms`. A partitioned
+ * layout's sharded resources get theirs on each worker's partitions instead (tableIndexStatements).
  */
-export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>, sharded = true): string[] {
+export function indexStatements(layout: Layout, schemas: Readonly<Record<ResourceName, TableSchema>>, spread: TableSpread = 'local'): string[] {
   const out: string[] = [];
   for (const r of RESOURCE_NAMES) {
-    if (sharded || !SHARDED_RESOURCES.includes(r)) out.push(...tableIndexStatements(schemas[r], layout.table(r), (what) => indexName(r, what)));
+    if (spread === 'partitioned' && SHARDED_RESOURCES.includes(r)) continue;
+    out.push(...tableIndexStatements(schemas[r], layout.table(r), (what) => indexName(r, what)));
+    // on Citus a child's primary key leads with its listing key: a read or delete by the child's own key needs an index of its own
+    if (spread === 'citus' && CATALOG[r].parent !== null)
+      out.push(`CREATE INDEX ${indexName(r, '#own')} ON ${layout.table(r)} (${column({ name: schemas[r].key })})`);
   }
   // One-edit look-ups find the terms ending like a query word by a range of reversed terms (src/pg/search.ts).
   out.push(`CREATE INDEX ${quote('#terms#reverse')} ON ${layout.terms} (field, reverse(term))`);

@@ -288,7 +288,7 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
       // index builds sort in memory up to this much (the default, 64 MB, spills to disk at 100k listings)
       await client.query(`SET LOCAL maintenance_work_mem = '256MB'`);
       const partitioned = spread.record.kind === 'partitioned' ? spread.record : null;
-      for (const statement of indexStatements(layout, schemas, partitioned === null)) await client.query(statement);
+      for (const statement of indexStatements(layout, schemas, spreadOf(spread.record))) await client.query(statement);
       if (workers !== null && partitioned !== null) {
         // each worker builds its partitions' indexes and statistics at the same time as the others
         const perWorker = partitionIndexStatements(layout, schemas, partitioned);

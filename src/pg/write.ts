@@ -528,6 +528,8 @@ class PgChange {
     extra = '',
     after?: (key: string, row: Record<string, unknown>) => void,
     values: readonly unknown[] = [],
+    /** Turns what `source` selected into each row's source, before the events are made. */
+    resolve?: (rows: Array<Record<string, unknown>>) => Promise<void>,
   ): Promise<void> {
     const schema = this.schemas[r];
     const key = column({ name: schema.key });
@@ -536,6 +538,7 @@ class PgChange {
        SELECT d.${key} AS key, ${source(schema)} AS source${extra} FROM d`,
       [[...new Set(keys)], ...values],
     );
+    await resolve?.(rows);
     const found = new Map(rows.map((row) => [row.key as string, row]));
     const done = new Set<string>();
     for (const k of keys) {
@@ -552,15 +555,20 @@ class PgChange {
     }
   }
 
+  /**
+   * Removes children; each one's event carries its listing's OriginatingSystemName, read after the
+   * DELETE by the listing keys it returned (not a subquery per deleted row: on Citus the deleted
+   * rows are an intermediate result, which a correlated subquery on Property cannot read).
+   */
   private async removeChildren(r: ChildResourceName, keys: readonly string[]): Promise<void> {
-    const listings = this.schemas.Property;
     const on = this.linkCondition(r, 'd');
-    const source =
-      on === null
-        ? () => 'NULL::text'
-        : () =>
-            `(SELECT ${columnOr(listings, 'OriginatingSystemName', 'text', 'p')} FROM ${this.layout.table('Property')} p WHERE p.${column({ name: listings.key })} = ${on.link}${on.when})`;
-    await this.removeRecords(r, keys, source, '', (k) => this.linked.get(r)!.delete(k), on?.values ?? []);
+    const link = on === null ? () => 'NULL::text' : () => (on.when === '' ? on.link : `(CASE WHEN true${on.when} THEN ${on.link} END)`);
+    const sources = async (rows: ReadonlyArray<Record<string, unknown>>): Promise<void> => {
+      const links = [...new Set(rows.map((row) => row.source).filter((l): l is string => typeof l === 'string'))];
+      const of = links.length === 0 ? new Map<string, string | null>() : await this.listingSources(links);
+      for (const row of rows) row.source = typeof row.source === 'string' ? (of.get(row.source) ?? null) : null;
+    };
+    await this.removeRecords(r, keys, link, '', (k) => this.linked.get(r)!.delete(k), on?.values ?? [], sources);
   }
 
   /**

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryError } from '../../src/errors.js';
 import { checkDistribution, partitionsOf, spreadLayout } from '../../src/pg/distribution.js';
-import { createStatements, Layout, SHARDED_RESOURCES } from '../../src/pg/layout.js';
+import { createStatements, indexStatements, Layout, SHARDED_RESOURCES } from '../../src/pg/layout.js';
 import { loadIntoPostgres } from '../../src/pg/load.js';
 import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
@@ -97,6 +97,16 @@ describe('distributed DDL', () => {
     expect(tableStatement(statements, 'OpenHouse')).toMatch(/PRIMARY KEY \("ListingKey", "OpenHouseKey"\)\)$/);
     expect(tableStatement(statements, 'PropertyChange')).toMatch(/"ListingKey" text COLLATE "C", PRIMARY KEY \("ListingKey", "[A-Za-z]+"\)\)$/);
     expect(tableStatement(statements, 'Member')).toMatch(/PRIMARY KEY \("MemberKey"\)\)$/);
+  });
+
+  it('Citus: a child table has an index on its own key besides the primary key that leads with the listing key; a partitioned coordinator indexes only its own tables', () => {
+    const citus = indexStatements(new Layout('reso'), schemas, 'citus');
+    expect(citus).toContain('CREATE INDEX "Media##own" ON "reso"."Media" ("MediaKey")');
+    expect(citus).toContain('CREATE INDEX "OpenHouse##own" ON "reso"."OpenHouse" ("OpenHouseKey")');
+    expect(indexStatements(new Layout('reso'), schemas).filter((i) => i.includes('##own'))).toEqual([]);
+    const partitioned = indexStatements(new Layout('reso'), schemas, 'partitioned');
+    for (const r of SHARDED_RESOURCES) expect(partitioned.filter((i) => i.includes(` ON "reso"."${r}" `))).toEqual([]);
+    expect(partitioned.some((i) => i.includes(' ON "reso"."Member" '))).toBe(true);
   });
 
   it('partitioned: the sharded parents are hash-partitioned on the listing key, without a primary key', () => {

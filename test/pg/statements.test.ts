@@ -703,12 +703,6 @@ const KNOWN: ReadonlyArray<{ readonly why: string; readonly test: (statement: st
       );
     },
   },
-  {
-    why:
-      "src/pg/write.ts reads a removed child's listing source with a subquery on Property per row of the DELETE ... RETURNING CTE; " +
-      'the CTE is an intermediate result on Citus, which cannot hold a correlated subquery on a distributed table',
-    test: (statement) => /^WITH d AS \(DELETE FROM [^;]*\(SELECT p\./s.test(statement),
-  },
 ];
 
 describe.skipIf(pgSkip)('every compiled statement is one Citus can run', () => {
