@@ -175,9 +175,17 @@ export async function startCluster(settings: Readonly<Record<string, string>> = 
 
 let databases = 0;
 
-/** Creates a fresh database on the cluster (PostGIS included) and returns its URL. */
-export async function createDatabase(cluster: Pick<Cluster, 'url' | 'urlOf'>, prefix = 'test'): Promise<string> {
-  const name = `${prefix}_${process.pid}_${++databases}_${Date.now().toString(36)}`;
+/** A database name no other call of this process makes: `prefix`, the PID, a counter and the time. */
+export function databaseName(prefix = 'test'): string {
+  return `${prefix}_${process.pid}_${++databases}_${Date.now().toString(36)}`;
+}
+
+/**
+ * Creates a fresh database on the cluster (PostGIS included) and returns its URL. `name` (from
+ * `databaseName`) lets the same database name be made on several clusters: a partitioned layout's
+ * coordinator and workers.
+ */
+export async function createDatabase(cluster: Pick<Cluster, 'url' | 'urlOf'>, prefix = 'test', name = databaseName(prefix)): Promise<string> {
   const client = new pg.Client({ connectionString: cluster.url });
   await client.connect();
   try {

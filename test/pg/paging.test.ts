@@ -3,13 +3,14 @@
  * after the last row returned, so a record that stays in place is returned exactly once, whatever
  * is inserted or removed before or after the cursor meanwhile (DESIGN.md, "PostgreSQL backend",
  * Paging). An offset ($skip) would skip a record for every removal before the cursor and repeat
- * one for every insertion there.
+ * one for every insertion there. The suite runs on each layout of `LAYOUTS` (test/pg/helpers.ts):
+ * on the distributed ones the rows come from several nodes, the keyset is the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DATA_DIR } from '../../src/engine.js';
 import type { QueryResult } from '../../src/exec/page.js';
 import { PostgresEngine } from '../../src/pg/engine.js';
-import { freshDatabase, pgSkip } from './helpers.js';
+import { freshLayout, LAYOUTS, pgSkip, type TestLayout } from './helpers.js';
 
 const NOW = new Date('2025-06-01T00:00:00Z');
 
@@ -18,13 +19,20 @@ function nextOf(r: QueryResult): string | undefined {
   return link === undefined ? undefined : decodeURIComponent(link.slice(link.indexOf('?') + 1));
 }
 
-describe.skipIf(pgSkip)('paging under concurrent writes (PostgreSQL)', () => {
+describe.skipIf(pgSkip).each(LAYOUTS)('paging under concurrent writes (PostgreSQL, %s)', (kind) => {
+  let layout: TestLayout | undefined;
   let pg: PostgresEngine;
   beforeAll(async () => {
-    pg = await PostgresEngine.open({ postgres: { url: await freshDatabase('paging') }, data: DEFAULT_DATA_DIR, now: () => NOW });
+    layout = await freshLayout(kind, 'paging');
+    pg = await PostgresEngine.open({
+      postgres: { url: layout.url, schema: layout.schema, distribution: layout.distribution },
+      data: DEFAULT_DATA_DIR,
+      now: () => NOW,
+    });
   }, 120_000);
   afterAll(async () => {
     await pg?.close();
+    await layout?.release();
   });
 
   it.each(['$orderby=ListPrice desc', '', '$orderby=City,YearBuilt desc'])(

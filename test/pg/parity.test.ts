@@ -3,6 +3,12 @@
  * queries, identical answers (keys in order, values byte for byte, counts, groups, errors). Only a
  * nextLink's $skiptoken differs by design (a keyset here, a generation pin in memory): links are
  * compared without it, and following them gives the same rows.
+ *
+ * Every suite runs on each layout of `LAYOUTS` (test/pg/helpers.ts): a single node, the
+ * partitioned coordinator over two worker clusters, and Citus when RESO_CITUS_URL is set. On a
+ * distributed layout a single node loaded with the same data answers beside it, and the two must
+ * be identical to the byte, nextLinks and their $skiptokens included (both are keysets), page by
+ * page when the links are followed, and in every count and error message.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -15,8 +21,9 @@ import type { QueryResult } from '../../src/exec/page.js';
 import { generateDataset } from '../../src/generate/dataset.js';
 import type { QueryResource } from '../../src/plan/plan.js';
 import { PostgresEngine } from '../../src/pg/engine.js';
+import type { RecordsInput } from '../../src/store/load.js';
 import { fixedFilters } from '../exec/filter-cases.js';
-import { freshDatabase, pgSkip } from './helpers.js';
+import { freshDatabase, freshLayout, LAYOUTS, pgSkip, type LayoutKind, type TestLayout } from './helpers.js';
 
 type Rec = Record<string, unknown>;
 const NOW = Date.parse('2025-06-01T00:00:00Z');
@@ -31,9 +38,10 @@ function comparable(r: QueryResult): QueryResult {
 
 interface Outcome {
   readonly result?: QueryResult;
-  readonly error?: { code: string; option: string | undefined };
+  readonly error?: { code: string; option: string | undefined; message?: string };
 }
 
+/** What a call gave, comparable with the in-memory engine's (no $skiptoken, no error message). */
 async function outcome(run: () => QueryResult | Promise<QueryResult>): Promise<Outcome> {
   try {
     return { result: comparable(await run()) };
@@ -43,25 +51,87 @@ async function outcome(run: () => QueryResult | Promise<QueryResult>): Promise<O
   }
 }
 
+/** What a call gave, all of it: for comparing two PostgreSQL layouts, which must agree to the byte. */
+async function exactOutcome(run: () => Promise<QueryResult>): Promise<Outcome> {
+  try {
+    return { result: await run() };
+  } catch (e) {
+    if (!(e instanceof QueryError)) throw e;
+    return { error: { code: e.code, option: e.option, message: e.message } };
+  }
+}
+
+/** An exact outcome as `outcome` would have given it. */
+function comparableOutcome(o: Outcome): Outcome {
+  return o.result !== undefined ? { result: comparable(o.result) } : { error: { code: o.error!.code, option: o.error!.option } };
+}
+
+/**
+ * Expects a call on the layout under test to answer as the in-memory engine does and, on a
+ * distributed layout, exactly as the single node does (each engine asked once).
+ */
+async function expectAgreement(
+  label: string,
+  memory: () => QueryResult,
+  call: (engine: PostgresEngine) => Promise<QueryResult>,
+  pg: PostgresEngine,
+  single: PostgresEngine | undefined,
+): Promise<void> {
+  const got = await exactOutcome(() => call(pg));
+  expect(comparableOutcome(got), label).toEqual(await outcome(memory));
+  if (single !== undefined) expect(got, `${label} (single node)`).toEqual(await exactOutcome(() => call(single)));
+}
+
+/** The query string of a nextLink. */
+function nextQuery(r: QueryResult): string | undefined {
+  const link = r['@odata.nextLink'];
+  return link === undefined ? undefined : decodeURIComponent(link.slice(link.indexOf('?') + 1));
+}
+
+/**
+ * A PostgreSQL engine over `data` on a fresh layout of `kind`, and on a distributed layout also a
+ * single node over the same data (whose answers it must repeat exactly).
+ */
+async function openLayout(
+  kind: LayoutKind,
+  prefix: string,
+  data: string | RecordsInput,
+): Promise<{ layout: TestLayout; pg: PostgresEngine; single?: PostgresEngine }> {
+  const layout = await freshLayout(kind, prefix);
+  const pg = await PostgresEngine.open({ postgres: { url: layout.url, schema: layout.schema, distribution: layout.distribution }, data, now });
+  if (kind === 'single') return { layout, pg };
+  const single = await PostgresEngine.open({ postgres: { url: await freshDatabase(prefix) }, data, now });
+  return { layout, pg, single };
+}
+
 function suite(name: string, data: () => string, queries: () => Array<[QueryResource, string, string[] | undefined]>): void {
-  describe.skipIf(pgSkip)(name, () => {
+  describe.skipIf(pgSkip).each(LAYOUTS)(`${name} (%s)`, (kind) => {
     let memory: Engine;
+    let layout: TestLayout | undefined;
     let pg: PostgresEngine;
+    /** The single node beside a distributed layout (undefined on the single layout itself). */
+    let single: PostgresEngine | undefined;
     beforeAll(async () => {
       memory = await Engine.open({ data: data(), now });
-      pg = await PostgresEngine.open({ postgres: { url: await freshDatabase('parity') }, data: data(), now });
+      ({ layout, pg, single } = await openLayout(kind, 'parity', data()));
     }, 300_000);
     afterAll(async () => {
       await pg?.close();
+      await single?.close();
+      await layout?.release();
     });
 
-    it('answers every query of the corpus as the in-memory engine does', async () => {
+    it('answers every query of the corpus as the in-memory engine does (and as a single node, to the byte)', async () => {
       const list = queries();
       expect(list.length).toBeGreaterThan(100);
       for (const [resource, q, sources] of list) {
-        const want = await outcome(() => memory.query(resource, q, { sources }));
-        const got = await outcome(() => pg.query(resource, q, { sources }));
-        expect(got, `${resource}?${q} as ${sources?.join(',') ?? 'all'}`).toEqual(want);
+        await expectAgreement(
+          `${resource}?${q} as ${sources?.join(',') ?? 'all'}`,
+          () => memory.query(resource, q, { sources }),
+          (engine) => engine.query(resource, q, { sources }),
+          pg,
+          single,
+        );
       }
     });
 
@@ -77,9 +147,10 @@ function suite(name: string, data: () => string, queries: () => Array<[QueryReso
         let pages = 0;
         while (next !== undefined) {
           const r: QueryResult = await pg.query('Property', next, { maxPageSize: 7 });
+          // the single node's page for the same link: the same rows and the same next link, $skiptoken included
+          if (single !== undefined) expect(r, `${q}: page ${pages + 1} (single node)`).toEqual(await single.query('Property', next, { maxPageSize: 7 }));
           seen.push(...r.value);
-          const link: string | undefined = r['@odata.nextLink'];
-          next = link === undefined ? undefined : decodeURIComponent(link.slice(link.indexOf('?') + 1));
+          next = nextQuery(r);
           if (++pages > 10_000) throw new Error('paging does not end');
         }
         expect(seen, q).toEqual(all);
@@ -97,18 +168,29 @@ function suite(name: string, data: () => string, queries: () => Array<[QueryReso
         }
         for (const nav of ['Media', 'OpenHouse', 'PropertyChange', 'PreferredMedia']) {
           for (const q of ['', '$top=3&$skip=1&$count=true', '$orderby=ModificationTimestamp desc&$select=ModificationTimestamp']) {
-            const want = await outcome(() => memory.navigate('Property', key, nav, q));
-            const got = await outcome(() => pg.navigate('Property', key, nav, q));
-            expect(got, `${key}/${nav}?${q}`).toEqual(want);
+            await expectAgreement(
+              `${key}/${nav}?${q}`,
+              () => memory.navigate('Property', key, nav, q),
+              (engine) => engine.navigate('Property', key, nav, q),
+              pg,
+              single,
+            );
           }
         }
         for (const nav of ['ListAgent', 'ListOffice', 'BuyerAgent']) {
           expect(await pg.navigateOne('Property', key, nav, ''), `${key}/${nav}`).toEqual(memory.navigateOne('Property', key, nav, ''));
         }
       }
-      for (const f of ["StandardStatus eq 'Active'", 'ListPrice gt 500000', 'YearBuilt eq null']) {
-        expect(await pg.count('Property', `$filter=${f}`), f).toBe(memory.count('Property', `$filter=${f}`));
-        expect(await pg.count('Property', `$filter=${f}`, { sources: ['CRMLS'] }), f).toBe(memory.count('Property', `$filter=${f}`, { sources: ['CRMLS'] }));
+      for (const f of ["StandardStatus eq 'Active'", 'ListPrice gt 500000', 'YearBuilt eq null', "search.text(KeywordSearchText,'pool')"]) {
+        for (const sources of [undefined, ['CRMLS'], []]) {
+          const label = `${f} as ${sources?.join(',') ?? 'all'}`;
+          const want = memory.count('Property', `$filter=${f}`, { sources });
+          expect(await pg.count('Property', `$filter=${f}`, { sources }), label).toBe(want);
+          if (single !== undefined) expect(await single.count('Property', `$filter=${f}`, { sources }), `${label} (single node)`).toBe(want);
+        }
+      }
+      for (const resource of ['Media', 'OpenHouse', 'Member', 'Office', 'EntityEvent'] as const) {
+        expect(await pg.count(resource, ''), resource).toBe(memory.count(resource, ''));
       }
       expect(await pg.keys('Property')).toEqual(memory.keys('Property'));
       expect(await pg.keys('Media')).toEqual(memory.keys('Media'));
@@ -156,9 +238,13 @@ function suite(name: string, data: () => string, queries: () => Array<[QueryReso
       await fc.assert(
         fc.asyncProperty(filter, order, fc.integer({ min: 0, max: 30 }), fc.boolean(), async (f, o, skip, count) => {
           const q = `$filter=${f}${o ? `&$orderby=${o}` : ''}&$skip=${skip}&$top=25&$select=ListingKey,ListPrice,City${count ? '&$count=true' : ''}`;
-          const want = await outcome(() => memory.query('Property', q));
-          const got = await outcome(() => pg.query('Property', q));
-          expect(got, q).toEqual(want);
+          await expectAgreement(
+            q,
+            () => memory.query('Property', q),
+            (engine) => engine.query('Property', q),
+            pg,
+            single,
+          );
         }),
         { numRuns: 150, seed: 1601 },
       );
@@ -273,7 +359,7 @@ afterAll(() => {
   if (generated !== '') rmSync(generated, { recursive: true, force: true });
 });
 
-describe.skipIf(pgSkip)('parity where code point and UTF-16 order differ', () => {
+describe.skipIf(pgSkip).each(LAYOUTS)('parity where code point and UTF-16 order differ (%s)', (kind) => {
   // keys and cities mixing U+E000..U+FFFF with supplementary characters: PostgreSQL's COLLATE "C"
   // alone orders them by code point, the in-memory engine by UTF-16 code unit
   const tails = ['\uFFFD', '\u{1F600}', '\uE000x', 'a', '\u{10FFFF}', 'Z', '\uFF21', '\u{20000}b'];
@@ -289,13 +375,17 @@ describe.skipIf(pgSkip)('parity where code point and UTF-16 order differ', () =>
     Media: tails.map((t, i) => ({ MediaKey: `M${t}`, ResourceName: 'Property', ResourceRecordKey: `K${tails[i % 2]}`, Order: i % 2 })),
   };
   let memory: Engine;
+  let layout: TestLayout | undefined;
   let pg: PostgresEngine;
+  let single: PostgresEngine | undefined;
   beforeAll(async () => {
     memory = await Engine.open({ data: records, now });
-    pg = await PostgresEngine.open({ postgres: { url: await freshDatabase('utf16') }, data: records, now });
+    ({ layout, pg, single } = await openLayout(kind, 'utf16', records));
   }, 120_000);
   afterAll(async () => {
     await pg?.close();
+    await single?.close();
+    await layout?.release();
   });
 
   it('orders keys and strings, and pages, in UTF-16 order', async () => {
@@ -308,7 +398,9 @@ describe.skipIf(pgSkip)('parity where code point and UTF-16 order differ', () =>
       '$expand=Media',
       '$count=true&$top=3&$skip=2',
     ]) {
-      expect(comparable(await pg.query('Property', q, { maxPageSize: 5 })), q).toEqual(comparable(memory.query('Property', q, { maxPageSize: 5 })));
+      const got = await pg.query('Property', q, { maxPageSize: 5 });
+      expect(comparable(got), q).toEqual(comparable(memory.query('Property', q, { maxPageSize: 5 })));
+      if (single !== undefined) expect(got, `${q} (single node)`).toEqual(await single.query('Property', q, { maxPageSize: 5 }));
     }
     for (const q of ['$orderby=City', '']) {
       const all = memory.query('Property', `${q}&$top=100`).value;
@@ -316,9 +408,9 @@ describe.skipIf(pgSkip)('parity where code point and UTF-16 order differ', () =>
       let next: string | undefined = q;
       while (next !== undefined) {
         const r: QueryResult = await pg.query('Property', next, { maxPageSize: 3 });
+        if (single !== undefined) expect(r, `${q}: ${next} (single node)`).toEqual(await single.query('Property', next, { maxPageSize: 3 }));
         seen.push(...r.value);
-        const link: string | undefined = r['@odata.nextLink'];
-        next = link === undefined ? undefined : decodeURIComponent(link.slice(link.indexOf('?') + 1));
+        next = nextQuery(r);
       }
       expect(seen, q).toEqual(all);
     }
