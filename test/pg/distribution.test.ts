@@ -4,14 +4,14 @@
  * a partitioned parent without one); the Citus calls (checked on a capturing stand-in, the one
  * place a mock serves: Citus is not on this machine, the RESO_CITUS_URL suites run the real one);
  * the partition routing the loader computes, against PostgreSQL's own on a real partitioned table;
- * and, on real worker clusters, a partitioned load that fails leaving nothing on any server, a
+ * and, on the run's worker clusters (test/pg/global-setup.ts), a partitioned load that fails leaving nothing on any server, a
  * replace that must name the workers again, and the CLI's flags.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { QueryError } from '../../src/errors.js';
 import { checkDistribution, partitionsOf, spreadLayout } from '../../src/pg/distribution.js';
 import { createStatements, indexStatements, Layout, SHARDED_RESOURCES } from '../../src/pg/layout.js';
@@ -20,8 +20,7 @@ import { RESOURCE_NAMES, type ResourceName } from '../../src/schema/types.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
 import { loadDataDirectory } from '../../src/store/load.js';
 import { collectCli } from '../service/helpers.js';
-import { createDatabase, startCluster, type Cluster } from './cluster.js';
-import { freshDatabase, pgSkip } from './helpers.js';
+import { freshDatabase, freshDatabases, LAYOUTS, pgSkip } from './helpers.js';
 
 const jsonl = (records: object[]): string => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
 const temp: string[] = [];
@@ -178,32 +177,12 @@ describe.skipIf(pgSkip)('partition routing', () => {
   });
 });
 
-describe.skipIf(pgSkip)('a partitioned layout on real worker clusters', () => {
-  let workers: Cluster[] = [];
+describe.skipIf(pgSkip || !LAYOUTS.includes('partitioned'))('a partitioned layout on real worker clusters', () => {
   let coordinator: string;
   let workerUrls: string[];
   beforeAll(async () => {
-    workers = await Promise.all([startCluster(), startCluster()]);
-    coordinator = await freshDatabase('dist');
-    workerUrls = await workerDatabases(coordinator);
-  }, 120_000);
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
+    [coordinator, ...workerUrls] = await freshDatabases(inject('pgWorkerUrls'), 'dist');
   });
-
-  /** A database of the coordinator database's name on each worker cluster, as URLs. */
-  async function workerDatabases(coordinatorUrl: string): Promise<string[]> {
-    const name = new URL(coordinatorUrl).pathname.slice(1);
-    const urls: string[] = [];
-    for (const w of workers) {
-      const c = new pg.Client({ connectionString: w.url });
-      await c.connect();
-      await c.query(`CREATE DATABASE "${name}"`);
-      await c.end();
-      urls.push(w.urlOf(name));
-    }
-    return urls;
-  }
 
   async function workerTables(url: string): Promise<string[]> {
     const c = new pg.Client({ connectionString: url });
@@ -251,8 +230,7 @@ describe.skipIf(pgSkip)('a partitioned layout on real worker clusters', () => {
   }, 120_000);
 
   it('the CLI: pg init --workers loads the embedded data set partitioned; contradictory flags are usage errors', async () => {
-    const db = await createDatabase({ url: coordinator, urlOf: (d) => coordinator.replace(/\/[^/]*$/, `/${d}`) }, 'cli');
-    const urls = await workerDatabases(db);
+    const [db, ...urls] = await freshDatabases(inject('pgWorkerUrls'), 'cli');
     const init = await collectCli(['pg', 'init', '--url', db, '--workers', urls.join(','), '--partitions', '3']);
     expect(init.err).toMatch(/^loading /);
     expect(init.out).toMatch(/^loaded [\d,]+ listings/);
