@@ -9,6 +9,16 @@
  * is evaluated once by the in-memory evaluator and sent as one parameter), so a statement's text
  * depends only on the query's shape. Identifiers come from the layout (src/pg/layout.ts).
  *
+ * Statements are ones Citus pushes down to every shard as they are (DESIGN.md, Scale-out): a filter
+ * atom that computes values (a comparison, an `in`, a function, geo.distance's haversine) is one
+ * scalar subquery over one chain of FROM subqueries, each computed value a column of a level
+ * (computed once per row), number constants columns of the first level (out of reach of constant
+ * folding); levels are kept apart by ORDER BY a constant (Citus refuses OFFSET and aggregates in a
+ * subquery over the row), no subquery holds another (Citus refuses subqueries in a level whose FROM
+ * reads no distributed table), the first level calls immutable functions only, and every value of
+ * a level is total (a level is computed whether or not a CASE reads it). A lambda is
+ * `true = ANY|ALL (SELECT <predicate> FROM <chain over unnest(collection)>)`.
+ *
  * Where PostgreSQL's own operations differ from JavaScript's, the SQL says what JavaScript does:
  * - float8 `*`, `/` and `+` raise errors on overflow and underflow where JavaScript gives
  *   ±Infinity and ±0, and PostgreSQL has no float `%`: arithmetic takes the plain operator in the
@@ -142,12 +152,10 @@ function isPowerOfTwo(v: string): string {
  * result of the scaled operands (a normal double), and s, the power of two the true result is q
  * times: ±Infinity when s > 0 and |q| exceeds the scaled maximum, ±0 when s < 0 and the true
  * result is at most half the smallest subnormal (a tie rounds to even: to zero), else `direct`,
- * the plain operator, which then neither overflows nor underflows. q and s are values of the
- * chain (total: scaled operands neither overflow nor underflow, a zero divisor gives NULL).
+ * the plain operator, which then neither overflows nor underflows. q and s are written out where
+ * they are used: they are computed only when a CASE reaches them (rarely), not for every row.
  */
-function decideScaled(st: Stages, qSql: string, sSql: string, exactTie: (threshold: string) => string, positive: string, direct: string): string {
-  const q = st.let(qSql);
-  const s = st.let(sSql);
+function decideScaled(q: string, s: string, exactTie: (threshold: string) => string, positive: string, direct: string): string {
   const over600 = f8(MAX * pow2(-600));
   const over1200 = f8(MAX * pow2(-600) * pow2(-600));
   const zero600 = f8(pow2(-475));
@@ -174,23 +182,23 @@ function ieeeAdd(x: string, y: string): string {
 }
 
 /** JavaScript's `x * y`. */
-function ieeeMul(st: Stages, x: string, y: string): string {
+function ieeeMul(x: string, y: string): string {
   const safe = (v: string): string => `abs(${v}) BETWEEN ${SAFE_LOW} AND ${SAFE_HIGH}`;
   const tie = (): string => `${isPowerOfTwo(scaled(x))} AND ${isPowerOfTwo(scaled(y))}`;
   return (
     `(CASE WHEN ${safe(x)} AND ${safe(y)} THEN ${x} * ${y} ` +
     `WHEN ${x} = 0 OR ${y} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} * ${y} ` +
-    `ELSE ${decideScaled(st, `${scaled(x)} * ${scaled(y)}`, `-(${scaleExponent(x)} + ${scaleExponent(y)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} * ${y}`)} END)`
+    `ELSE ${decideScaled(`(${scaled(x)} * ${scaled(y)})`, `-(${scaleExponent(x)} + ${scaleExponent(y)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} * ${y}`)} END)`
   );
 }
 
 /** JavaScript's `x / y` for y not zero. */
-function ieeeDiv(st: Stages, x: string, y: string): string {
+function ieeeDiv(x: string, y: string): string {
   const tie = (threshold: string): string => `${threshold} * abs(${scaled(y)}) = abs(${scaled(x)})`;
   return (
     `(CASE WHEN abs(${x}) <= ${SAFE_HIGH} AND (${x} = 0 OR abs(${x}) >= ${SAFE_LOW}) AND abs(${y}) BETWEEN ${SAFE_LOW} AND ${SAFE_HIGH} THEN ${x} / ${y} ` +
     `WHEN ${x} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} / ${y} ` +
-    `ELSE ${decideScaled(st, `${scaled(x)} / NULLIF(${scaled(y)}, 0)`, `(${scaleExponent(y)} - ${scaleExponent(x)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} / ${y}`)} END)`
+    `ELSE ${decideScaled(`(${scaled(x)} / ${scaled(y)})`, `(${scaleExponent(y)} - ${scaleExponent(x)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} / ${y}`)} END)`
   );
 }
 
@@ -199,31 +207,28 @@ function ieeeDiv(st: Stages, x: string, y: string): string {
  * bigint `%`; other finite operands their exact binary values, m·2^e read from the IEEE bits, as
  * numeric integers scaled to a common exponent.
  */
-function ieeeMod(st: Stages, x: string, y: string): string {
+function ieeeMod(x: string, y: string): string {
   const magnitude = (v: string): string => `abs(${v})::bigint`;
   const small = (v: string): string => `${v} = trunc(${v}) AND abs(${v}) < ${f8(pow2(63))}`;
-  // the stages compute only where the last branch below is taken (elsewhere NULL: the numeric powers cost)
-  const general = `abs(${x}) < ${INF} AND abs(${y}) < ${INF} AND ${x} <> 0 AND ${y} <> 0 AND abs(${x}) >= abs(${y}) ` + `AND NOT (${small(x)} AND ${small(y)})`;
-  const bits = (v: string): string => st.let(`CASE WHEN ${general} THEN ('x' || encode(float8send(${v}), 'hex'))::bit(64)::bigint END`);
-  const bx = bits(x);
-  const by = bits(y);
-  const mantissa = (b: string): string => st.let(`((${b} & 4503599627370495) + CASE WHEN ((${b} >> 52) & 2047) = 0 THEN 0 ELSE 4503599627370496 END)::numeric`);
-  const exponent = (b: string): string => st.let(`(GREATEST((${b} >> 52) & 2047, 1) - 1075)::int`);
-  const mx = mantissa(bx);
-  const my = mantissa(by);
-  const ex = exponent(bx);
-  const ey = exponent(by);
-  const k = st.let(`LEAST(${ex}, ${ey})`);
-  const r = st.let(`mod(${mx} * power(2::numeric, ${ex} - ${k}), ${my} * power(2::numeric, ${ey} - ${k}))`);
+  // written out where used, not values of the chain: computed only when the last branch below is
+  // reached (a level of the chain costs every row, and integers are the common case)
+  const bits = (v: string): string => `('x' || encode(float8send(${v}), 'hex'))::bit(64)::bigint`;
+  const mantissa = (b: string): string => `((${b} & 4503599627370495) + CASE WHEN ((${b} >> 52) & 2047) = 0 THEN 0 ELSE 4503599627370496 END)::numeric`;
+  const exponent = (b: string): string => `(GREATEST((${b} >> 52) & 2047, 1) - 1075)`;
+  const ex = exponent(bits(x));
+  const ey = exponent(bits(y));
+  // scaled to the lower exponent k = LEAST(ex, ey)
+  const r = `mod(${mantissa(bits(x))} * power(2::numeric, GREATEST(${ex} - ${ey}, 0)), ${mantissa(bits(y))} * power(2::numeric, GREATEST(${ey} - ${ex}, 0)))`;
+  const k = `LEAST(${ex}, ${ey})`;
   // r·2^k is exactly a double: numeric to float8 reads its decimal digits correctly rounded
-  const value = `(CASE WHEN ${k} >= 0 THEN (${r} * power(2::numeric, ${k}))::float8 ELSE ((${r} * power(5::numeric, -${k}))::text || 'e' || ${k}::text)::float8 END)`;
+  const value = `(CASE WHEN ${k} >= 0 THEN (${r} * power(2::numeric, ${k}))::float8 ELSE ((${r} * power(5::numeric, -${k}))::text || 'e' || (${k})::text)::float8 END)`;
   return (
     `(CASE WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN NOT abs(${x}) < ${INF} OR ${y} = ${NAN} THEN ${NAN} ` +
     `WHEN abs(${y}) = ${INF} OR ${x} = 0 OR abs(${x}) < abs(${y}) THEN ${x} ` +
     `WHEN ${small(x)} AND ${small(y)} ` +
     `THEN CASE WHEN ${x} < 0 THEN -((${magnitude(x)} % ${magnitude(y)})::float8) ELSE (${magnitude(x)} % ${magnitude(y)})::float8 END ` +
-    `ELSE CASE WHEN ${x} < 0 THEN -${value} ELSE ${value} END END)`
+    `ELSE CASE WHEN ${x} < 0 THEN -1::float8 ELSE 1::float8 END * ${value} END)`
   );
 }
 
@@ -480,10 +485,10 @@ function haversineWithin(st: Stages, point: string, lon: string, lat: string, co
   const s1 = trig(st, a1, 'sin');
   const s2 = trig(st, a2, 'sin');
   const cy = trig(st, a3, 'cos');
-  const p1 = st.let(ieeeMul(st, cosLat, cy));
-  const p2 = st.let(ieeeMul(st, p1, s2));
-  const p3 = st.let(ieeeMul(st, p2, s2));
-  const h = st.let(`${ieeeMul(st, s1, s1)} + ${p3}`);
+  const p1 = st.let(ieeeMul(cosLat, cy));
+  const p2 = st.let(ieeeMul(p1, s2));
+  const p3 = st.let(ieeeMul(p2, s2));
+  const h = st.let(`${ieeeMul(s1, s1)} + ${p3}`);
   const ok = st.let(`(${h} >= 0 AND ${h} <> ${NAN})`);
   const m = st.let(`CASE WHEN ${ok} THEN LEAST(1::float8, sqrt(${h})) ELSE 0::float8 END`);
   const angle = asin(st, m);
@@ -1067,15 +1072,12 @@ class Compiler {
       case 'sub':
         return this.bind([l, r], (x, y) => ieeeAdd(x, `(-${y})`));
       case 'mul':
-        return this.bind([l, r], (x, y) => ieeeMul(this.st!, x, y));
+        return this.bind([l, r], ieeeMul);
       case 'div':
         // division by zero is null; integers divide as doubles, truncated
-        return this.bind(
-          [l, r],
-          (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${integer ? `trunc(${ieeeDiv(this.st!, x, y)})` : ieeeDiv(this.st!, x, y)} END)`,
-        );
+        return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${integer ? `trunc(${ieeeDiv(x, y)})` : ieeeDiv(x, y)} END)`);
       case 'mod':
-        return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${ieeeMod(this.st!, x, y)} END)`);
+        return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${ieeeMod(x, y)} END)`);
     }
   }
 
