@@ -187,6 +187,8 @@ function ieeeMul(x: string, y: string): string {
   const tie = (): string => `${isPowerOfTwo(scaled(x))} AND ${isPowerOfTwo(scaled(y))}`;
   return (
     `(CASE WHEN ${safe(x)} AND ${safe(y)} THEN ${x} * ${y} ` +
+    // (nulls would otherwise go through the exact path below)
+    `WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN ${x} = 0 OR ${y} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} * ${y} ` +
     `ELSE ${decideScaled(`(${scaled(x)} * ${scaled(y)})`, `-(${scaleExponent(x)} + ${scaleExponent(y)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} * ${y}`)} END)`
   );
@@ -197,6 +199,7 @@ function ieeeDiv(x: string, y: string): string {
   const tie = (threshold: string): string => `${threshold} * abs(${scaled(y)}) = abs(${scaled(x)})`;
   return (
     `(CASE WHEN abs(${x}) <= ${SAFE_HIGH} AND (${x} = 0 OR abs(${x}) >= ${SAFE_LOW}) AND abs(${y}) BETWEEN ${SAFE_LOW} AND ${SAFE_HIGH} THEN ${x} / ${y} ` +
+    `WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN ${x} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} / ${y} ` +
     `ELSE ${decideScaled(`(${scaled(x)} / ${scaled(y)})`, `(${scaleExponent(y)} - ${scaleExponent(x)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} / ${y}`)} END)`
   );
@@ -729,7 +732,12 @@ class Compiler {
    * whose atoms have chains of their own) they are repeated.
    */
   private bind(ops: readonly Sql[], f: (...texts: string[]) => string): string {
-    return f(...ops.map((o) => (o.simple || this.st === null ? o.text : this.st.let(o.text))));
+    // f over placeholders first: an operand it uses once is written in place (a value of the
+    // chain would be a level more, and a level costs every row)
+    const mark = (i: number): string => `\u0001${i}\u0001`;
+    const shape = f(...ops.map((_, i) => mark(i)));
+    const texts = ops.map((o, i) => (o.simple || this.st === null || shape.split(mark(i)).length <= 2 ? o.text : this.st.let(o.text)));
+    return texts.reduce((out, text, i) => out.split(mark(i)).join(text), shape);
   }
 
   /**
@@ -834,21 +842,23 @@ class Compiler {
 
   /** Two values of a domain compared as compareValues does (src/exec/compile.ts). */
   private compareValues(op: CompareOperator, l: Sql, r: Sql, domain: Domain): string {
-    const nanTest = (x: string, may: boolean): string => (may ? ` AND ${x} <> ${NAN}` : '');
     return this.bind([l, r], (a, b) => {
       if (op === 'eq' || op === 'ne') {
         // NaN is not equal to itself in JavaScript
         const eq = `(${a} IS NOT DISTINCT FROM ${b}${l.nan && r.nan ? ` AND ${a} IS DISTINCT FROM ${NAN}` : ''})`;
         return op === 'eq' ? eq : `(NOT ${eq})`;
       }
-      // PostgreSQL puts NaN above every number: a NaN on the greater side must not win
-      const guard = op === 'gt' || op === 'ge' ? nanTest(a, l.nan) : nanTest(b, r.nan);
+      // PostgreSQL puts NaN above every number: a NaN on the greater side must not win (as NULL it
+      // compares to NULL, which COALESCE makes false: NaN is not null for ge and le either)
+      const greater = (x: string, may: boolean): string => (may ? `NULLIF(${x}, ${NAN})` : x);
       const test =
         domain === 'text'
           ? `CASE WHEN ${a} ~ ${HIGH_SQL} AND ${b} ~ ${HIGH_SQL} THEN ${utf16Order(a)} ${SQL_OP[op]} ${utf16Order(b)} ELSE ${a} ${SQL_OP[op]} ${b} END`
-          : `${a} ${SQL_OP[op]} ${b}`;
+          : op === 'gt' || op === 'ge'
+            ? `${greater(a, l.nan)} ${SQL_OP[op]} ${b}`
+            : `${a} ${SQL_OP[op]} ${greater(b, r.nan)}`;
       const bothNull = op === 'ge' || op === 'le' ? `${a} IS NULL AND ${b} IS NULL` : 'false';
-      return `COALESCE(${test}${guard}, ${bothNull})`;
+      return `COALESCE(${test}, ${bothNull})`;
     });
   }
 
