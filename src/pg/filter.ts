@@ -837,11 +837,12 @@ class Compiler {
         if (fast !== null) return fast;
       }
     }
-    return this.compareValues(op, this.value(left, domain), this.value(right, domain), domain);
+    // (a constant here is not null: both sides null cannot happen)
+    return this.compareValues(op, this.value(left, domain), this.value(right, domain), domain, isConstant(right));
   }
 
   /** Two values of a domain compared as compareValues does (src/exec/compile.ts). */
-  private compareValues(op: CompareOperator, l: Sql, r: Sql, domain: Domain): string {
+  private compareValues(op: CompareOperator, l: Sql, r: Sql, domain: Domain, rightNotNull = false): string {
     return this.bind([l, r], (a, b) => {
       if (op === 'eq' || op === 'ne') {
         // NaN is not equal to itself in JavaScript
@@ -857,7 +858,7 @@ class Compiler {
           : op === 'gt' || op === 'ge'
             ? `${greater(a, l.nan)} ${SQL_OP[op]} ${b}`
             : `${a} ${SQL_OP[op]} ${greater(b, r.nan)}`;
-      const bothNull = op === 'ge' || op === 'le' ? `${a} IS NULL AND ${b} IS NULL` : 'false';
+      const bothNull = (op === 'ge' || op === 'le') && !rightNotNull ? `${a} IS NULL AND ${b} IS NULL` : 'false';
       return `COALESCE(${test}, ${bothNull})`;
     });
   }
