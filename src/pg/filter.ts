@@ -9,6 +9,16 @@
  * is evaluated once by the in-memory evaluator and sent as one parameter), so a statement's text
  * depends only on the query's shape. Identifiers come from the layout (src/pg/layout.ts).
  *
+ * Statements are ones Citus pushes down to every shard as they are (DESIGN.md, Scale-out): a filter
+ * atom that computes values (a comparison, an `in`, a function, geo.distance's haversine) is one
+ * scalar subquery over one chain of FROM subqueries, each computed value a column of a level
+ * (computed once per row), number constants columns of the first level (out of reach of constant
+ * folding); levels are kept apart by ORDER BY a constant (Citus refuses OFFSET and aggregates in a
+ * subquery over the row), no subquery holds another (Citus refuses subqueries in a level whose FROM
+ * reads no distributed table), the first level calls immutable functions only, and every value of
+ * a level is total (a level is computed whether or not a CASE reads it). A lambda is
+ * `true = ANY|ALL (SELECT <predicate> FROM <chain over unnest(collection)>)`.
+ *
  * Where PostgreSQL's own operations differ from JavaScript's, the SQL says what JavaScript does:
  * - float8 `*`, `/` and `+` raise errors on overflow and underflow where JavaScript gives
  *   ±Infinity and ±0, and PostgreSQL has no float `%`: arithmetic takes the plain operator in the
@@ -72,8 +82,10 @@ export function compileValue(b: Bound, ctx: FilterContext): string {
     throw new Error(`no value SQL for ${b.type}`);
   }
   if (b.kind === 'field' && isStored(b.field)) return c.column(b.field);
-  const v = c.value(b, domain);
-  return v.nan ? `NULLIF(${v.text}, ${NAN})` : v.text;
+  return c.atom(() => {
+    const v = c.value(b, domain);
+    return v.nan ? `NULLIF(${v.text}, ${NAN})` : v.text;
+  });
 }
 
 /** `utf16Order` in JavaScript, for constants. */
@@ -140,20 +152,20 @@ function isPowerOfTwo(v: string): string {
  * result of the scaled operands (a normal double), and s, the power of two the true result is q
  * times: ±Infinity when s > 0 and |q| exceeds the scaled maximum, ±0 when s < 0 and the true
  * result is at most half the smallest subnormal (a tie rounds to even: to zero), else `direct`,
- * the plain operator, which then neither overflows nor underflows. Evaluated only when reached.
+ * the plain operator, which then neither overflows nor underflows. q and s are written out where
+ * they are used: they are computed only when a CASE reaches them (rarely), not for every row.
  */
 function decideScaled(q: string, s: string, exactTie: (threshold: string) => string, positive: string, direct: string): string {
   const over600 = f8(MAX * pow2(-600));
   const over1200 = f8(MAX * pow2(-600) * pow2(-600));
   const zero600 = f8(pow2(-475));
   const zero1200 = f8(pow2(125));
-  const zeroWhen = (threshold: string): string => `(abs("#q") < ${threshold} OR (abs("#q") = ${threshold} AND ${exactTie(threshold)}))`;
+  const zeroWhen = (threshold: string): string => `(abs(${q}) < ${threshold} OR (abs(${q}) = ${threshold} AND ${exactTie(threshold)}))`;
   return (
-    `(SELECT CASE WHEN ("#s" = 600 AND abs("#q") > ${over600}) OR ("#s" = 1200 AND abs("#q") > ${over1200}) ` +
+    `(CASE WHEN (${s} = 600 AND abs(${q}) > ${over600}) OR (${s} = 1200 AND abs(${q}) > ${over1200}) ` +
     `THEN CASE WHEN ${positive} THEN ${INF} ELSE ${NEG_INF} END ` +
-    `WHEN ("#s" = -600 AND ${zeroWhen(zero600)}) OR ("#s" = -1200 AND ${zeroWhen(zero1200)}) ` +
-    `THEN CASE WHEN ${positive} THEN 0::float8 ELSE ${f8(-0)} END ELSE ${direct} END ` +
-    `FROM (SELECT ${q} AS "#q", ${s} AS "#s" OFFSET 0) AS "#z")`
+    `WHEN (${s} = -600 AND ${zeroWhen(zero600)}) OR (${s} = -1200 AND ${zeroWhen(zero1200)}) ` +
+    `THEN CASE WHEN ${positive} THEN 0::float8 ELSE ${f8(-0)} END ELSE ${direct} END)`
   );
 }
 
@@ -175,8 +187,10 @@ function ieeeMul(x: string, y: string): string {
   const tie = (): string => `${isPowerOfTwo(scaled(x))} AND ${isPowerOfTwo(scaled(y))}`;
   return (
     `(CASE WHEN ${safe(x)} AND ${safe(y)} THEN ${x} * ${y} ` +
+    // (nulls would otherwise go through the exact path below)
+    `WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN ${x} = 0 OR ${y} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} * ${y} ` +
-    `ELSE ${decideScaled(`${scaled(x)} * ${scaled(y)}`, `-(${scaleExponent(x)} + ${scaleExponent(y)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} * ${y}`)} END)`
+    `ELSE ${decideScaled(`(${scaled(x)} * ${scaled(y)})`, `-(${scaleExponent(x)} + ${scaleExponent(y)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} * ${y}`)} END)`
   );
 }
 
@@ -185,8 +199,9 @@ function ieeeDiv(x: string, y: string): string {
   const tie = (threshold: string): string => `${threshold} * abs(${scaled(y)}) = abs(${scaled(x)})`;
   return (
     `(CASE WHEN abs(${x}) <= ${SAFE_HIGH} AND (${x} = 0 OR abs(${x}) >= ${SAFE_LOW}) AND abs(${y}) BETWEEN ${SAFE_LOW} AND ${SAFE_HIGH} THEN ${x} / ${y} ` +
+    `WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN ${x} = 0 OR NOT (abs(${x}) < ${INF} AND abs(${y}) < ${INF}) THEN ${x} / ${y} ` +
-    `ELSE ${decideScaled(`${scaled(x)} / ${scaled(y)}`, `(${scaleExponent(y)} - ${scaleExponent(x)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} / ${y}`)} END)`
+    `ELSE ${decideScaled(`(${scaled(x)} / ${scaled(y)})`, `(${scaleExponent(y)} - ${scaleExponent(x)})`, tie, `(${x} < 0) = (${y} < 0)`, `${x} / ${y}`)} END)`
   );
 }
 
@@ -195,30 +210,28 @@ function ieeeDiv(x: string, y: string): string {
  * bigint `%`; other finite operands their exact binary values, m·2^e read from the IEEE bits, as
  * numeric integers scaled to a common exponent.
  */
-function ieeeMod(x: string, y: string, id: string): string {
+function ieeeMod(x: string, y: string): string {
   const magnitude = (v: string): string => `abs(${v})::bigint`;
-  const st = new Stages(id);
-  const bits = (v: string): string => st.let(`('x' || encode(float8send(${v}), 'hex'))::bit(64)::bigint`, v);
-  const bx = bits(x);
-  const by = bits(y);
-  const mantissa = (b: string): string =>
-    st.let(`((${b} & 4503599627370495) + CASE WHEN ((${b} >> 52) & 2047) = 0 THEN 0 ELSE 4503599627370496 END)::numeric`, b);
-  const exponent = (b: string): string => st.let(`(GREATEST((${b} >> 52) & 2047, 1) - 1075)::int`, b);
-  const mx = mantissa(bx);
-  const my = mantissa(by);
-  const ex = exponent(bx);
-  const ey = exponent(by);
-  const k = st.let(`LEAST(${ex}, ${ey})`, ex, ey);
-  const r = st.let(`mod(${mx} * power(2::numeric, ${ex} - ${k}), ${my} * power(2::numeric, ${ey} - ${k}))`, mx, my, ex, ey, k);
+  const small = (v: string): string => `${v} = trunc(${v}) AND abs(${v}) < ${f8(pow2(63))}`;
+  // written out where used, not values of the chain: computed only when the last branch below is
+  // reached (a level of the chain costs every row, and integers are the common case)
+  const bits = (v: string): string => `('x' || encode(float8send(${v}), 'hex'))::bit(64)::bigint`;
+  const mantissa = (b: string): string => `((${b} & 4503599627370495) + CASE WHEN ((${b} >> 52) & 2047) = 0 THEN 0 ELSE 4503599627370496 END)::numeric`;
+  const exponent = (b: string): string => `(GREATEST((${b} >> 52) & 2047, 1) - 1075)`;
+  const ex = exponent(bits(x));
+  const ey = exponent(bits(y));
+  // scaled to the lower exponent k = LEAST(ex, ey)
+  const r = `mod(${mantissa(bits(x))} * power(2::numeric, GREATEST(${ex} - ${ey}, 0)), ${mantissa(bits(y))} * power(2::numeric, GREATEST(${ey} - ${ex}, 0)))`;
+  const k = `LEAST(${ex}, ${ey})`;
   // r·2^k is exactly a double: numeric to float8 reads its decimal digits correctly rounded
-  const value = `CASE WHEN ${k} >= 0 THEN (${r} * power(2::numeric, ${k}))::float8 ELSE ((${r} * power(5::numeric, -${k}))::text || 'e' || ${k})::float8 END`;
+  const value = `(CASE WHEN ${k} >= 0 THEN (${r} * power(2::numeric, ${k}))::float8 ELSE ((${r} * power(5::numeric, -${k}))::text || 'e' || (${k})::text)::float8 END)`;
   return (
     `(CASE WHEN ${x} IS NULL OR ${y} IS NULL THEN NULL::float8 ` +
     `WHEN NOT abs(${x}) < ${INF} OR ${y} = ${NAN} THEN ${NAN} ` +
     `WHEN abs(${y}) = ${INF} OR ${x} = 0 OR abs(${x}) < abs(${y}) THEN ${x} ` +
-    `WHEN ${x} = trunc(${x}) AND ${y} = trunc(${y}) AND abs(${x}) < ${f8(pow2(63))} AND abs(${y}) < ${f8(pow2(63))} ` +
+    `WHEN ${small(x)} AND ${small(y)} ` +
     `THEN CASE WHEN ${x} < 0 THEN -((${magnitude(x)} % ${magnitude(y)})::float8) ELSE (${magnitude(x)} % ${magnitude(y)})::float8 END ` +
-    `ELSE CASE WHEN ${x} < 0 THEN -${st.select(value)} ELSE ${st.select(value)} END END)`
+    `ELSE CASE WHEN ${x} < 0 THEN -1::float8 ELSE 1::float8 END * ${value} END)`
   );
 }
 
@@ -238,22 +251,45 @@ function mulSmallConstant(x: string, c: number): string {
 // Values computed in stages
 
 /**
- * Values computed in order, each in a subselect of its own (`OFFSET 0` keeps PostgreSQL from
- * merging them into one expression, which would evaluate a value once per use), the last giving
- * one scalar. A value may read earlier ones (by the names `let` returns) and the outer row.
+ * What keeps a subquery in FROM a level of its own: PostgreSQL merges a plain one into the query
+ * above, copying each of its expressions into every use (computed once per use) and making its
+ * constants constants again (folded when the statement is planned, even in CASE branches never
+ * taken). An ORDER BY keeps it apart; ordering by a constant costs no sort. OFFSET 0 would do the
+ * same, but Citus refuses OFFSET (and aggregates without GROUP BY) in a subquery that refers to an
+ * outer query.
+ */
+const FENCE = 'ORDER BY NOT true';
+
+/**
+ * Values computed in order, each a column of a level of one chain of FROM subqueries (a level
+ * reads the ones below it and the outer row), the first level without FROM (or over the given
+ * FROM item: a lambda's elements). Every level is computed for every row that reaches the chain,
+ * whatever CASE reads its values, so each value's expression is total (never raises an error).
+ * The chain holds no subquery of its own (Citus refuses subqueries in a level whose FROM reads no
+ * distributed table) and its first level, when without FROM, only immutable functions.
  */
 class Stages {
   private readonly levels: string[][] = [];
   private readonly levelOf = new Map<string, number>();
+  private readonly names: RegExp;
   private count = 0;
 
-  constructor(private readonly id: string) {}
+  constructor(
+    private readonly id: string,
+    private readonly from: string | null = null,
+  ) {
+    this.names = new RegExp(`"#${id}_\\d+"`, 'g');
+  }
 
-  /** A value from `sql`, which reads the earlier values named in `deps` (other deps are ignored). */
-  let(sql: string, ...deps: string[]): string {
+  get empty(): boolean {
+    return this.count === 0;
+  }
+
+  /** A value from `sql`, which may read earlier values (by the names `let` returns) and the outer row; its level is the one above the highest it reads. */
+  let(sql: string): string {
     let level = 0;
-    for (const d of deps) {
-      const l = this.levelOf.get(d);
+    for (const m of sql.matchAll(this.names)) {
+      const l = this.levelOf.get(m[0]);
       if (l !== undefined) level = Math.max(level, l + 1);
     }
     const name = quote(`#${this.id}_${this.count++}`);
@@ -262,19 +298,24 @@ class Stages {
     return name;
   }
 
-  /** The scalar subquery of `result`, an expression over the values. */
-  select(result: string): string {
+  /** The rows of `result`, an expression over the values: `SELECT <result> FROM <chain>`. */
+  rows(result: string): string {
     let from = '';
     for (let i = 0; i < this.levels.length; i++) {
       const columns = this.levels[i] ?? [];
       if (i === 0) {
-        from = `(SELECT ${columns.join(', ')} OFFSET 0)`;
+        from = `(SELECT ${columns.join(', ')}${this.from === null ? '' : ` FROM ${this.from}`} ${FENCE})`;
         continue;
       }
       const below = quote(`#${this.id}L${i - 1}`);
-      from = `(SELECT ${[`${below}.*`, ...columns].join(', ')} FROM ${from} AS ${below} OFFSET 0)`;
+      from = `(SELECT ${[`${below}.*`, ...columns].join(', ')} FROM ${from} AS ${below} ${FENCE})`;
     }
-    return `(SELECT ${result} FROM ${from} AS ${quote(`#${this.id}L${this.levels.length - 1}`)})`;
+    return `SELECT ${result} FROM ${from} AS ${quote(`#${this.id}L${this.levels.length - 1}`)}`;
+  }
+
+  /** The scalar subquery of `result` (without FROM, one row). */
+  select(result: string): string {
+    return `(${this.rows(result)})`;
   }
 }
 
@@ -357,54 +398,46 @@ function powerOfTwoBelow(t: string): string {
  * use the server's sin/cos.
  */
 function trig(st: Stages, a: string, fn: 'sin' | 'cos'): string {
-  const ax = st.let(`abs(${a})`, a);
+  const ax = st.let(`abs(${a})`);
   // n = ±1: 33+53 bits of pi/2, or 33+33+53 near pi/2 (high word 0x3FF921FB)
   const near = `(${ax} >= ${f8(fromWords(0x3ff921fb, 0))} AND ${ax} < ${f8(fromWords(0x3ff921fc, 0))})`;
-  const z1 = st.let(`CASE WHEN ${a} > 0 THEN ${a} - ${PIO2_1} ELSE ${a} + ${PIO2_1} END`, a);
-  const z2 = st.let(`CASE WHEN ${near} THEN CASE WHEN ${a} > 0 THEN ${z1} - ${PIO2_2} ELSE ${z1} + ${PIO2_2} END ELSE ${z1} END`, z1, ax, a);
-  const tail = st.let(`CASE WHEN ${near} THEN ${PIO2_2T} ELSE ${PIO2_1T} END`, ax);
-  const y0n1 = st.let(`CASE WHEN ${a} > 0 THEN ${z2} - ${tail} ELSE ${z2} + ${tail} END`, a, z2, tail);
-  const y1n1 = st.let(`CASE WHEN ${a} > 0 THEN (${z2} - ${y0n1}) - ${tail} ELSE (${z2} - ${y0n1}) + ${tail} END`, a, z2, y0n1, tail);
+  const z1 = st.let(`CASE WHEN ${a} > 0 THEN ${a} - ${PIO2_1} ELSE ${a} + ${PIO2_1} END`);
+  const z2 = st.let(`CASE WHEN ${near} THEN CASE WHEN ${a} > 0 THEN ${z1} - ${PIO2_2} ELSE ${z1} + ${PIO2_2} END ELSE ${z1} END`);
+  const tail = st.let(`CASE WHEN ${near} THEN ${PIO2_2T} ELSE ${PIO2_1T} END`);
+  const y0n1 = st.let(`CASE WHEN ${a} > 0 THEN ${z2} - ${tail} ELSE ${z2} + ${tail} END`);
+  const y1n1 = st.let(`CASE WHEN ${a} > 0 THEN (${z2} - ${y0n1}) - ${tail} ELSE (${z2} - ${y0n1}) + ${tail} END`);
   // medium: n = nearest integer to |a|·2/pi, up to three rounds of pi/2 in pieces
-  const n = st.let(`trunc(${ax} * ${INVPIO2} + 0.5::float8)`, ax);
-  const r1 = st.let(`${ax} - ${n} * ${PIO2_1}`, ax, n);
-  const w1 = st.let(`${n} * ${PIO2_1T}`, n);
-  const quick = st.let(`(CASE WHEN ${n} < 32 THEN NOT (${ax} >= (${NPIO2_LOW})[${n}::int] AND ${ax} < (${NPIO2_HIGH})[${n}::int]) ELSE false END)`, n, ax);
-  const top = st.let(powerOfTwoBelow(ax), ax);
-  const y0a = st.let(`${r1} - ${w1}`, r1, w1);
-  const w2 = st.let(`${n} * ${PIO2_2}`, n);
-  const r2 = st.let(`${r1} - ${w2}`, r1, w2);
-  const w2b = st.let(`${n} * ${PIO2_2T} - ((${r1} - ${r2}) - ${w2})`, n, r1, r2, w2);
-  const y0b = st.let(`${r2} - ${w2b}`, r2, w2b);
-  const w3 = st.let(`${n} * ${PIO2_3}`, n);
-  const r3 = st.let(`${r2} - ${w3}`, r2, w3);
-  const w3b = st.let(`${n} * ${PIO2_3T} - ((${r2} - ${r3}) - ${w3})`, n, r2, r3, w3);
-  const y0c = st.let(`${r3} - ${w3b}`, r3, w3b);
+  const n = st.let(`trunc(${ax} * ${INVPIO2} + 0.5::float8)`);
+  const r1 = st.let(`${ax} - ${n} * ${PIO2_1}`);
+  const w1 = st.let(`${n} * ${PIO2_1T}`);
+  const quick = st.let(`(CASE WHEN ${n} < 32 THEN NOT (${ax} >= (${NPIO2_LOW})[${n}::int] AND ${ax} < (${NPIO2_HIGH})[${n}::int]) ELSE false END)`);
+  const top = st.let(powerOfTwoBelow(ax));
+  const y0a = st.let(`${r1} - ${w1}`);
+  const w2 = st.let(`${n} * ${PIO2_2}`);
+  const r2 = st.let(`${r1} - ${w2}`);
+  const w2b = st.let(`${n} * ${PIO2_2T} - ((${r1} - ${r2}) - ${w2})`);
+  const y0b = st.let(`${r2} - ${w2b}`);
+  const w3 = st.let(`${n} * ${PIO2_3}`);
+  const r3 = st.let(`${r2} - ${w3}`);
+  const w3b = st.let(`${n} * ${PIO2_3T} - ((${r2} - ${r3}) - ${w3})`);
+  const y0c = st.let(`${r3} - ${w3b}`);
   // a second round when y0 lost more than 16 bits to cancellation (exponents 16 apart), a third past 49
   const round = st.let(
     `CASE WHEN ${quick} OR NOT abs(${y0a}) < ${top} * ${f8(pow2(-16))} THEN 1 WHEN NOT abs(${y0b}) < ${top} * ${f8(pow2(-49))} THEN 2 ELSE 3 END`,
-    quick,
-    y0a,
-    top,
-    y0b,
   );
-  const r = st.let(`CASE ${round} WHEN 1 THEN ${r1} WHEN 2 THEN ${r2} ELSE ${r3} END`, round, r1, r2, r3);
-  const w = st.let(`CASE ${round} WHEN 1 THEN ${w1} WHEN 2 THEN ${w2b} ELSE ${w3b} END`, round, w1, w2b, w3b);
-  const y0m = st.let(`CASE ${round} WHEN 1 THEN ${y0a} WHEN 2 THEN ${y0b} ELSE ${y0c} END`, round, y0a, y0b, y0c);
-  const y1m = st.let(`(${r} - ${y0m}) - ${w}`, r, y0m, w);
+  const r = st.let(`CASE ${round} WHEN 1 THEN ${r1} WHEN 2 THEN ${r2} ELSE ${r3} END`);
+  const w = st.let(`CASE ${round} WHEN 1 THEN ${w1} WHEN 2 THEN ${w2b} ELSE ${w3b} END`);
+  const y0m = st.let(`CASE ${round} WHEN 1 THEN ${y0a} WHEN 2 THEN ${y0b} ELSE ${y0c} END`);
+  const y1m = st.let(`(${r} - ${y0m}) - ${w}`);
   // 0: no reduction, 1: n = ±1, 2: medium, 3: beyond (or not finite)
   const branch = st.let(
     `CASE WHEN ${ax} < ${f8(fromWords(0x3fe921fc, 0))} THEN 0 WHEN ${ax} < ${f8(fromWords(0x4002d97c, 0))} THEN 1 WHEN ${ax} < ${f8(fromWords(0x413921fc, 0))} THEN 2 ELSE 3 END`,
-    ax,
   );
   const quadrant = st.let(
     `CASE ${branch} WHEN 1 THEN CASE WHEN ${a} > 0 THEN 1 ELSE 3 END WHEN 2 THEN CASE WHEN ${a} < 0 THEN (4 - ${n}::int % 4) % 4 ELSE ${n}::int % 4 END ELSE 0 END`,
-    branch,
-    a,
-    n,
   );
-  const y0 = st.let(`CASE ${branch} WHEN 1 THEN ${y0n1} WHEN 2 THEN CASE WHEN ${a} < 0 THEN -${y0m} ELSE ${y0m} END ELSE 0::float8 END`, branch, y0n1, a, y0m);
-  const y1 = st.let(`CASE ${branch} WHEN 1 THEN ${y1n1} WHEN 2 THEN CASE WHEN ${a} < 0 THEN -${y1m} ELSE ${y1m} END ELSE 0::float8 END`, branch, y1n1, a, y1m);
+  const y0 = st.let(`CASE ${branch} WHEN 1 THEN ${y0n1} WHEN 2 THEN CASE WHEN ${a} < 0 THEN -${y0m} ELSE ${y0m} END ELSE 0::float8 END`);
+  const y1 = st.let(`CASE ${branch} WHEN 1 THEN ${y1n1} WHEN 2 THEN CASE WHEN ${a} < 0 THEN -${y1m} ELSE ${y1m} END ELSE 0::float8 END`);
   const sin = kernelSin(y0, y1, 1);
   const cos = kernelCos(y0, y1);
   const byQuadrant = fn === 'sin' ? [sin, cos, `-${sin}`, `-${cos}`] : [cos, `-${sin}`, `-${cos}`, sin];
@@ -412,11 +445,6 @@ function trig(st: Stages, a: string, fn: 'sin' | 'cos'): string {
   return st.let(
     `CASE ${branch} WHEN 0 THEN ${unreduced} WHEN 3 THEN CASE WHEN abs(${a}) < ${INF} THEN ${fn}(${a}) ELSE ${NAN} END ` +
       `ELSE CASE ${quadrant} ${byQuadrant.map((v, i) => `WHEN ${i} THEN ${v}`).join(' ')} END END`,
-    branch,
-    a,
-    quadrant,
-    y0,
-    y1,
   );
 }
 
@@ -425,13 +453,13 @@ function asin(st: Stages, m: string): string {
   const poly = (t: string): string => `(${t} * (${PS[0]} + ${t} * (${PS[1]} + ${t} * (${PS[2]} + ${t} * (${PS[3]} + ${t} * (${PS[4]} + ${t} * ${PS[5]}))))))`;
   const den = (t: string): string => `(1::float8 + ${t} * (${QS[0]} + ${t} * (${QS[1]} + ${t} * (${QS[2]} + ${t} * ${QS[3]}))))`;
   // below 0.5: t = m², the series; from 0.5: t = (1 - m)/2, s = sqrt(t)
-  const tLow = st.let(`CASE WHEN ${m} < ${TINY} THEN 0::float8 ELSE ${m} * ${m} END`, m);
-  const tHigh = st.let(`(1::float8 - ${m}) * 0.5::float8`, m);
-  const pLow = st.let(poly(tLow), tLow);
-  const qLow = st.let(den(tLow), tLow);
-  const pHigh = st.let(poly(tHigh), tHigh);
-  const qHigh = st.let(den(tHigh), tHigh);
-  const s = st.let(`sqrt(${tHigh})`, tHigh);
+  const tLow = st.let(`CASE WHEN ${m} < ${TINY} THEN 0::float8 ELSE ${m} * ${m} END`);
+  const tHigh = st.let(`(1::float8 - ${m}) * 0.5::float8`);
+  const pLow = st.let(poly(tLow));
+  const qLow = st.let(den(tLow));
+  const pHigh = st.let(poly(tHigh));
+  const qHigh = st.let(den(tHigh));
+  const s = st.let(`sqrt(${tHigh})`);
   const f = clearLowWord(s, -4, -1);
   const c = `((${tHigh} - ${f} * ${f}) / (${s} + ${f}))`;
   return st.let(
@@ -439,13 +467,6 @@ function asin(st: Stages, m: string): string {
       `WHEN ${m} < 0.5::float8 THEN CASE WHEN ${m} < ${TINY} THEN ${m} ELSE ${m} + ${m} * (${pLow} / ${qLow}) END ` +
       `WHEN ${m} >= ${f8(fromWords(0x3fef3333, 0))} THEN ${PIO2_HI} - (2::float8 * (${s} + ${s} * (${pHigh} / ${qHigh})) - ${PIO2_LO}) ` +
       `ELSE ${PIO4_HI} - ((2::float8 * ${s} * (${pHigh} / ${qHigh}) - (${PIO2_LO} - 2::float8 * ${c})) - (${PIO4_HI} - 2::float8 * ${f})) END`,
-    m,
-    pLow,
-    qLow,
-    s,
-    pHigh,
-    qHigh,
-    tHigh,
   );
 }
 
@@ -458,24 +479,23 @@ const DIAMETER = 2 * 6_371_008.8;
  * Whether the point column is within `meters` of (lon, lat) by src/geo/distance.ts's haversine,
  * computed as JavaScript computes it: false for NaN (coordinates out of every range).
  */
-function haversineWithin(point: string, lon: string, lat: string, cosLat: string, meters: string, id: string): string {
-  const st = new Stages(id);
+function haversineWithin(st: Stages, point: string, lon: string, lat: string, cosLat: string, meters: string): string {
   const x = st.let(`ST_X(${point}::geometry)`);
   const y = st.let(`ST_Y(${point}::geometry)`);
-  const a1 = st.let(mulSmallConstant(mulSmallConstant(`(${y} - ${lat})`, RAD), 0.5), y);
-  const a2 = st.let(mulSmallConstant(mulSmallConstant(`(${x} - ${lon})`, RAD), 0.5), x);
-  const a3 = st.let(mulSmallConstant(y, RAD), y);
+  const a1 = st.let(mulSmallConstant(mulSmallConstant(`(${y} - ${lat})`, RAD), 0.5));
+  const a2 = st.let(mulSmallConstant(mulSmallConstant(`(${x} - ${lon})`, RAD), 0.5));
+  const a3 = st.let(mulSmallConstant(y, RAD));
   const s1 = trig(st, a1, 'sin');
   const s2 = trig(st, a2, 'sin');
   const cy = trig(st, a3, 'cos');
-  const p1 = st.let(ieeeMul(cosLat, cy), cy);
-  const p2 = st.let(ieeeMul(p1, s2), p1, s2);
-  const p3 = st.let(ieeeMul(p2, s2), p2, s2);
-  const h = st.let(`${ieeeMul(s1, s1)} + ${p3}`, s1, p3);
-  const ok = st.let(`(${h} >= 0 AND ${h} <> ${NAN})`, h);
-  const m = st.let(`CASE WHEN ${ok} THEN LEAST(1::float8, sqrt(${h})) ELSE 0::float8 END`, ok, h);
+  const p1 = st.let(ieeeMul(cosLat, cy));
+  const p2 = st.let(ieeeMul(p1, s2));
+  const p3 = st.let(ieeeMul(p2, s2));
+  const h = st.let(`${ieeeMul(s1, s1)} + ${p3}`);
+  const ok = st.let(`(${h} >= 0 AND ${h} <> ${NAN})`);
+  const m = st.let(`CASE WHEN ${ok} THEN LEAST(1::float8, sqrt(${h})) ELSE 0::float8 END`);
   const angle = asin(st, m);
-  return st.select(`(${ok} AND ${f8(DIAMETER)} * ${angle} <= ${meters})`);
+  return `(${ok} AND ${f8(DIAMETER)} * ${angle} <= ${meters})`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -668,6 +688,8 @@ class Compiler {
   private readonly vars = new Map<string, string>();
   /** Makes the names of subselects unique within the statement (in order, so the text depends on the shape only). */
   private seq = 0;
+  /** The chain the values of the filter atom being compiled are computed in (null between atoms). */
+  private st: Stages | null = null;
 
   constructor(private readonly ctx: FilterContext) {}
 
@@ -706,18 +728,39 @@ class Compiler {
 
   /**
    * `f` over operands that each appear several times in its text: simple ones inline, the others
-   * computed once in a subselect.
+   * values of the atom's chain (computed once). Outside an atom (booleans compared with booleans,
+   * whose atoms have chains of their own) they are repeated.
    */
   private bind(ops: readonly Sql[], f: (...texts: string[]) => string): string {
-    const inner: string[] = [];
-    const texts = ops.map((o) => {
-      if (o.simple) return o.text;
-      const name = quote(this.next('#v'));
-      inner.push(`${o.text} AS ${name}`);
-      return name;
-    });
-    if (inner.length === 0) return f(...texts);
-    return `(SELECT ${f(...texts)} FROM (SELECT ${inner.join(', ')} OFFSET 0) AS ${quote(this.next('#b'))})`;
+    // f over placeholders first: an operand it uses once is written in place (a value of the
+    // chain would be a level more, and a level costs every row)
+    const mark = (i: number): string => `\u0001${i}\u0001`;
+    const shape = f(...ops.map((_, i) => mark(i)));
+    const texts = ops.map((o, i) => (o.simple || this.st === null || shape.split(mark(i)).length <= 2 ? o.text : this.st.let(o.text)));
+    return texts.reduce((out, text, i) => out.split(mark(i)).join(text), shape);
+  }
+
+  /**
+   * `f`'s SQL with the values it computes in one chain (Stages): a filter atom (a comparison, an
+   * `in`, a function) is one scalar subquery over its chain, or inline when it computes nothing;
+   * an atom inside another (a boolean operand, a lambda's predicate) computes in the chain open.
+   */
+  atom(f: () => string): string {
+    if (this.st !== null) return f();
+    const st = new Stages(this.next('s'));
+    this.st = st;
+    try {
+      const result = f();
+      return st.empty ? result : st.select(result);
+    } finally {
+      this.st = null;
+    }
+  }
+
+  /** A value of the open chain. */
+  private let(sql: string): string {
+    if (this.st === null) throw new Error('a computed value outside a filter atom');
+    return this.st.let(sql);
   }
 
   // ---- booleans (three-valued, as the in-memory evaluator)
@@ -734,13 +777,15 @@ class Compiler {
       case 'or':
         return `(${this.boolean(b.left)} OR ${this.boolean(b.right)})`;
       case 'compare':
-        return this.compare(b);
+        // booleans compared: each operand's atoms have chains of their own
+        return b.left.type === 'boolean' || b.right.type === 'boolean' ? this.compare(b) : this.atom(() => this.compare(b));
       case 'in':
-        return this.in(b);
-      case 'member': {
-        const v = this.text(b.value);
-        return this.bind([v], (x) => `(${x} IS NOT NULL AND ${this.column(b.collection)} @> ARRAY[${x}])`);
-      }
+        return b.left.type === 'boolean' ? this.in(b) : this.atom(() => this.in(b));
+      case 'member':
+        return this.atom(() => {
+          const v = this.text(b.value);
+          return this.bind([v], (x) => `(${x} IS NOT NULL AND ${this.column(b.collection)} @> ARRAY[${x}])`);
+        });
       case 'lambda':
         return this.lambda(b);
       case 'search':
@@ -748,7 +793,7 @@ class Compiler {
       case 'geo':
         return this.geo(b);
       case 'call':
-        return this.predicate(b);
+        return this.atom(() => this.predicate(b));
       default:
         throw new Error(`not a boolean: ${b.kind}`);
     }
@@ -792,26 +837,29 @@ class Compiler {
         if (fast !== null) return fast;
       }
     }
-    return this.compareValues(op, this.value(left, domain), this.value(right, domain), domain);
+    // (a constant here is not null: both sides null cannot happen)
+    return this.compareValues(op, this.value(left, domain), this.value(right, domain), domain, isConstant(right));
   }
 
   /** Two values of a domain compared as compareValues does (src/exec/compile.ts). */
-  private compareValues(op: CompareOperator, l: Sql, r: Sql, domain: Domain): string {
-    const nanTest = (x: string, may: boolean): string => (may ? ` AND ${x} <> ${NAN}` : '');
+  private compareValues(op: CompareOperator, l: Sql, r: Sql, domain: Domain, rightNotNull = false): string {
     return this.bind([l, r], (a, b) => {
       if (op === 'eq' || op === 'ne') {
         // NaN is not equal to itself in JavaScript
         const eq = `(${a} IS NOT DISTINCT FROM ${b}${l.nan && r.nan ? ` AND ${a} IS DISTINCT FROM ${NAN}` : ''})`;
         return op === 'eq' ? eq : `(NOT ${eq})`;
       }
-      // PostgreSQL puts NaN above every number: a NaN on the greater side must not win
-      const guard = op === 'gt' || op === 'ge' ? nanTest(a, l.nan) : nanTest(b, r.nan);
+      // PostgreSQL puts NaN above every number: a NaN on the greater side must not win (as NULL it
+      // compares to NULL, which COALESCE makes false: NaN is not null for ge and le either)
+      const greater = (x: string, may: boolean): string => (may ? `NULLIF(${x}, ${NAN})` : x);
       const test =
         domain === 'text'
           ? `CASE WHEN ${a} ~ ${HIGH_SQL} AND ${b} ~ ${HIGH_SQL} THEN ${utf16Order(a)} ${SQL_OP[op]} ${utf16Order(b)} ELSE ${a} ${SQL_OP[op]} ${b} END`
-          : `${a} ${SQL_OP[op]} ${b}`;
-      const bothNull = op === 'ge' || op === 'le' ? `${a} IS NULL AND ${b} IS NULL` : 'false';
-      return `COALESCE(${test}${guard}, ${bothNull})`;
+          : op === 'gt' || op === 'ge'
+            ? `${greater(a, l.nan)} ${SQL_OP[op]} ${b}`
+            : `${a} ${SQL_OP[op]} ${greater(b, r.nan)}`;
+      const bothNull = (op === 'ge' || op === 'le') && !rightNotNull ? `${a} IS NULL AND ${b} IS NULL` : 'false';
+      return `COALESCE(${test}, ${bothNull})`;
     });
   }
 
@@ -945,18 +993,25 @@ class Compiler {
         return `(${value} IS NOT NULL AND ${col} @> ARRAY[${value}])`;
       }
     }
+    // The predicate over each element, computed in a chain over unnest (its first level), and
+    // three-valued as the in-memory loop: `true = ANY` is true for a true, else null for a null,
+    // else false (none: false); `true = ALL` false for a false, else null for a null, else true.
     const alias = quote(this.next('#l'));
+    const st = new Stages(this.next('s'), `unnest(${col}) AS ${alias}(x)`);
+    const element = st.let(`${alias}.x`);
     const saved = this.vars.get(b.variable);
-    this.vars.set(b.variable, `${alias}.x`);
-    const test = this.boolean(p);
-    if (saved === undefined) this.vars.delete(b.variable);
-    else this.vars.set(b.variable, saved);
-    const p0 = quote(this.next('#p'));
-    const decide =
-      b.op === 'any'
-        ? `CASE WHEN bool_or(${p0}) THEN true WHEN bool_or(${p0} IS NULL) THEN NULL ELSE false END`
-        : `CASE WHEN bool_or(NOT ${p0}) THEN false WHEN bool_or(${p0} IS NULL) THEN NULL ELSE true END`;
-    return `(SELECT ${decide} FROM (SELECT ${test} AS ${p0} FROM unnest(${col}) AS ${alias}(x) OFFSET 0) AS ${quote(this.next('#u'))})`;
+    const outer = this.st;
+    this.vars.set(b.variable, element);
+    this.st = st;
+    let test: string;
+    try {
+      test = this.boolean(p);
+    } finally {
+      this.st = outer;
+      if (saved === undefined) this.vars.delete(b.variable);
+      else this.vars.set(b.variable, saved);
+    }
+    return `(true = ${b.op === 'any' ? 'ANY' : 'ALL'} (${st.rows(test)}))`;
   }
 
   private geo(node: Extract<Bound, { kind: 'geo' }>): string {
@@ -967,14 +1022,16 @@ class Compiler {
     const usable = Math.abs(lon) <= 180 && Math.abs(lat) <= 90 && Number.isFinite(meters);
     const reach = usable ? Math.min(1e9, Math.max(0, meters * (1 + 1e-6) + 1)) : 1e9;
     const centre = `ST_SetSRID(ST_MakePoint(${this.param(usable ? lon : 0, 'float8')}, ${this.param(usable ? lat : 0, 'float8')}), 4326)::geography`;
-    const exact = haversineWithin(
-      col,
-      this.param(lon, 'float8'),
-      this.param(lat, 'float8'),
-      // (a subselect, as every constant in the arithmetic: out of reach of constant folding)
-      `(SELECT ${this.param(Math.cos(lat * RAD), 'float8')})`,
-      this.param(meters, 'float8'),
-      this.next('g'),
+    const exact = this.atom(() =>
+      haversineWithin(
+        this.st!,
+        col,
+        this.param(lon, 'float8'),
+        this.param(lat, 'float8'),
+        // (a value of the chain, as every constant in the arithmetic: out of reach of constant folding)
+        this.let(this.param(Math.cos(lat * RAD), 'float8')),
+        this.param(meters, 'float8'),
+      ),
     );
     return `(${col} IS NOT NULL AND ST_DWithin(${col}, ${centre}, ${this.param(reach, 'float8')}, false) AND ${exact})`;
   }
@@ -999,9 +1056,9 @@ class Compiler {
     if (isConstant(b)) {
       // PostgreSQL folds constant subexpressions when it plans, even in CASE branches that the
       // guards of the arithmetic below never take (and a custom plan makes parameters constants):
-      // a subselect keeps the value out of reach of that folding.
+      // a value of the chain (a column of its first level) is out of reach of that folding.
       const c = this.constant(b, 'number');
-      return { ...c, text: `(SELECT ${c.text})` };
+      return { ...c, text: this.let(c.text) };
     }
     switch (b.kind) {
       case 'field':
@@ -1031,14 +1088,15 @@ class Compiler {
         // division by zero is null; integers divide as doubles, truncated
         return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${integer ? `trunc(${ieeeDiv(x, y)})` : ieeeDiv(x, y)} END)`);
       case 'mod':
-        return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${ieeeMod(x, y, this.next('m'))} END)`);
+        return this.bind([l, r], (x, y) => `(CASE WHEN ${y} = 0 THEN NULL::float8 ELSE ${ieeeMod(x, y)} END)`);
     }
   }
 
   /** DaysOnMarket: whole days from the reference timestamp to now, floored, never below 0 (store/columns.ts). */
   private daysOnMarket(): Sql {
     if (this.ctx.schema.field(DOM_REFERENCE) === undefined) return plain('NULL::float8', true);
-    const ref = `(extract(epoch from ${this.ctx.alias}.${quote(DOM_REFERENCE)}) * 1000)::float8`;
+    // (of the UTC timestamp: extract of a timestamptz is not immutable, which a chain's first level must be)
+    const ref = `(extract(epoch from ${this.ctx.alias}.${quote(DOM_REFERENCE)} AT TIME ZONE 'UTC') * 1000)::float8`;
     const now = this.param(this.ctx.nowMs, 'float8');
     return plain(`(CASE WHEN ${now} <= ${ref} THEN 0::float8 ELSE floor((${now} - ${ref}) / ${f8(DAY_MS)}) END)`);
   }
