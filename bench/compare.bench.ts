@@ -27,7 +27,7 @@ import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './l
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Peers in report order; 'naive' is also the reference every answer is checked against. */
-export const PEERS = ['reso-engine', 'reso-engine-postgres', 'sqlite', 'orama', 'minisearch', 'naive'] as const;
+export const PEERS = ['reso-engine', 'reso-engine-postgres', 'reso-engine-postgres-partitioned', 'sqlite', 'orama', 'minisearch', 'naive'] as const;
 
 interface PeerRun {
   readonly id: string;

@@ -12,6 +12,14 @@ import type { Peer } from '../peer.js';
 
 const NOW = new Date('2025-06-01T00:00:00Z');
 
+/** A family as its OData string through a PostgresEngine's `engine.query`, mapped to the answer's shape (every PostgreSQL column runs it). */
+export function familyOnPostgres(engine: PostgresEngine, family: FamilyId, families: Families): () => Promise<Answer> {
+  const q = families.odata[family];
+  if (family === 'Q5') return async () => ({ kind: 'groups', groups: (await engine.query('Property', q)).value as never });
+  if (family === 'Q9') return async () => ({ kind: 'count', count: (await engine.query('Property', q))['@odata.count']! });
+  return async () => ({ kind: 'keys', keys: (await engine.query('Property', q)).value.map((r) => r.ListingKey as string) });
+}
+
 class PostgresPeer implements Peer {
   readonly name = 'reso-engine on PostgreSQL';
   readonly loads = 'Property + Media + OpenHouse into PostgreSQL 15 + PostGIS (COPY, B-tree/GiST/GIN); server memory not counted';
@@ -29,11 +37,7 @@ class PostgresPeer implements Peer {
   }
 
   prepare<F extends FamilyId>(family: F, _params: FamilyParams[F], families: Families): () => Promise<Answer> {
-    const engine = this.engine;
-    const q = families.odata[family];
-    if (family === 'Q5') return async () => ({ kind: 'groups', groups: (await engine.query('Property', q)).value as never });
-    if (family === 'Q9') return async () => ({ kind: 'count', count: (await engine.query('Property', q))['@odata.count']! });
-    return async () => ({ kind: 'keys', keys: (await engine.query('Property', q)).value.map((r) => r.ListingKey as string) });
+    return familyOnPostgres(this.engine, family, families);
   }
 
   async teardown(): Promise<void> {
