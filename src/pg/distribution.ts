@@ -45,6 +45,11 @@ export type Distribution =
       readonly partitions?: number;
     };
 
+/** A partitioned layout's partition count: as given, else two per worker. */
+function partitionCount(d: { readonly workers: readonly unknown[]; readonly partitions?: number }): number {
+  return d.partitions ?? 2 * d.workers.length;
+}
+
 export const SINGLE_NODE: Distribution = { kind: 'single' };
 
 /** What `#meta` key `distribution` records: the kind, and for `partitioned` the partition count and the coordinator's foreign server per worker. */
@@ -68,7 +73,7 @@ export function checkDistribution(value: Distribution | undefined): Distribution
       const workers: readonly unknown[] = Array.isArray(value.workers) ? value.workers : [];
       if (workers.length === 0) throw new TypeError('distribution.workers must list at least one worker URL');
       for (const url of workers) workerSettings(url);
-      const partitions = value.partitions ?? 2 * value.workers.length;
+      const partitions = partitionCount(value);
       if (!Number.isSafeInteger(partitions) || partitions < value.workers.length || partitions > MAX_PARTITIONS)
         throw new TypeError(
           `distribution.partitions must be an integer from the number of workers (${value.workers.length}) to ${MAX_PARTITIONS}, got ${String(partitions)}`,
@@ -176,7 +181,7 @@ export async function spreadLayout(
     }
     return { record: { kind: 'citus' }, workers: null };
   }
-  const partitions = d.partitions ?? 2 * d.workers.length;
+  const partitions = partitionCount(d);
   const servers = d.workers.map((_, w) => serverName(layout, w));
   await client.query('CREATE EXTENSION IF NOT EXISTS postgres_fdw');
   // a new field's column is added on the workers through dblink (addColumns)

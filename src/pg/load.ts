@@ -147,16 +147,17 @@ async function copyInto(client: pg.ClientBase, target: string, columns: readonly
   await pipeline(Readable.from(chunks(lines)), stream);
 }
 
-function* liveRows(table: Table, isDead: (row: number) => boolean, count: { rows: number }, line: (row: number) => string): Generator<string> {
-  for (let row = 0; row < table.rowCount; row++) {
-    if (isDead(row)) continue;
+/** The rows the generation keeps (not dead), in row order. */
+function* liveRowNumbers(table: Table, isDead: (row: number) => boolean): Generator<number> {
+  for (let row = 0; row < table.rowCount; row++) if (!isDead(row)) yield row;
+}
+
+/** The COPY lines of these rows, counting them in `count`. */
+function* linesOf(rows: Iterable<number>, line: (row: number) => string, count: { rows: number } = { rows: 0 }): Generator<string> {
+  for (const row of rows) {
     count.rows++;
     yield line(row);
   }
-}
-
-function* linesOf(rows: Iterable<number>, line: (row: number) => string): Generator<string> {
-  for (const row of rows) yield line(row);
 }
 
 /** Keys per round trip when the coordinator computes partitions. */
@@ -176,8 +177,7 @@ async function copyPartitioned(
   isDead: (row: number) => boolean,
   source: CopySource,
 ): Promise<number> {
-  const live: number[] = [];
-  for (let row = 0; row < table.rowCount; row++) if (!isDead(row)) live.push(row);
+  const live = [...liveRowNumbers(table, isDead)];
   const byPartition: number[][] = Array.from({ length: record.partitions }, () => []);
   for (let at = 0; at < live.length; at += ROUTE_BATCH) {
     const rows = live.slice(at, at + ROUTE_BATCH);
@@ -274,7 +274,7 @@ export async function loadIntoPostgres(pool: pg.Pool, layout: Layout, store: Sto
           tables[r] = await copyPartitioned(client, workers, layout, spread.record, table, isDead, source);
         } else {
           const count = { rows: 0 };
-          await copyInto(client, layout.table(r), source.columns, liveRows(table, isDead, count, source.line));
+          await copyInto(client, layout.table(r), source.columns, linesOf(liveRowNumbers(table, isDead), source.line, count));
           tables[r] = count.rows;
         }
         done({ step: 'copy', resource: r, rows: tables[r] });
