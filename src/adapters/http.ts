@@ -19,7 +19,7 @@ import { pipeline, Readable } from 'node:stream';
 import { errorObject, ServiceError, statusOf } from '../service/errors.js';
 import { serviceHandlerOf, type ServiceHandler } from '../service/handler.js';
 import { RAW_TARGET, rawQueryOf, tooLarge, type ServiceRequest } from '../service/request.js';
-import { ODATA_VERSION, JSON_TYPE, type ServiceResponse } from '../service/respond.js';
+import { errorResponse, ODATA_VERSION, JSON_TYPE, type ServiceResponse } from '../service/respond.js';
 
 export type RequestHandler = (request: Request) => Promise<Response>;
 
@@ -227,7 +227,14 @@ function writeServiceResponse(response: ServiceResponse, req: IncomingMessage, r
   const { status, body } = response;
   // close rather than keep alive a connection with an unread request body, or one being shut down
   const headers = closing || !req.complete ? { ...response.headers, Connection: 'close' } : response.headers;
-  res.writeHead(status, headers);
+  try {
+    res.writeHead(status, headers);
+  } catch (error) {
+    // a header node refuses (a defect): the connection goes rather than the process
+    if (body instanceof Readable) body.destroy();
+    res.destroy(error instanceof Error ? error : new Error(String(error)));
+    return;
+  }
   if (body === null || req.method === 'HEAD') {
     if (body instanceof Readable) body.destroy();
     res.end();
@@ -266,7 +273,7 @@ export async function serve(handler: RequestHandler, options: ServeOptions = {})
     res.once('close', afterResponse);
     const request = serviceRequestOfNode(req, origin);
     if (request === null) {
-      res.socket?.end(rawError('InvalidHttp', 'The request target is not a URL.'));
+      writeServiceResponse(errorResponse(new ServiceError('InvalidHttp', 'The request target is not a URL.')), req, res, true);
       return;
     }
     service(request).then(

@@ -5,6 +5,7 @@
  * HEAD has the headers of the GET. (The service sends no validators, so there are no 304s.)
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, type Server } from '../../src/adapters/http.js';
@@ -266,6 +267,25 @@ describe('a listening server answers as the in-process handler does', () => {
     expect(big.status).toBe(413);
     expect(big.headers.connection).toBe('close');
     expect(JSON.parse(big.body.toString()).error.code).toBe('PayloadTooLarge');
+  });
+
+  it('answers a request target that is not a URL with 400 InvalidHttp, and routes an absolute-form one by its path', async () => {
+    const exchange = (target: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const s = connect(server.port, server.host, () => s.write(`GET ${target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`));
+        let out = '';
+        s.on('data', (b: Buffer) => (out += b.toString()));
+        s.on('end', () => resolve(out));
+        s.on('error', reject);
+      });
+    const bad = await exchange('http://[bad/x');
+    expect(bad.startsWith('HTTP/1.1 400 ')).toBe(true);
+    expect(bad).toContain('OData-Version: 4.01');
+    expect(JSON.parse(bad.slice(bad.indexOf('\r\n\r\n') + 4)).error.code).toBe('InvalidHttp');
+    const absolute = await exchange('http://other.example/v1/listings/data/');
+    expect(absolute.startsWith('HTTP/1.1 401 ')).toBe(true);
+    const outside = await exchange('http://other.example/elsewhere');
+    expect(JSON.parse(outside.slice(outside.indexOf('\r\n\r\n') + 4)).error.code).toBe('NotFound');
   });
 
   it('answers HEAD with the GET headers and no body, compressed or not', async () => {
