@@ -5,7 +5,7 @@
 import { COMPACT_FRACTION } from './live/compactor.js';
 import type { ODataVersion } from './exec/page.js';
 import type { NavigationRequest } from './plan/planner.js';
-import type { RecordsInput } from './store/load.js';
+import type { LoadProgress, RecordsInput } from './store/load.js';
 
 export interface EngineOpenOptions {
   /**
@@ -36,7 +36,12 @@ export interface EngineOpenOptions {
   readonly now?: () => Date;
   /** Skip bad data lines (and report them) instead of failing the load (no effect with `snapshot`). */
   readonly skipBadRecords?: boolean;
+  /** Called as a data directory's files are read (about every MiB) or a snapshot's bytes (every chunk): for a progress display. */
+  readonly onProgress?: (progress: OpenProgress) => void;
 }
+
+/** How far Engine.open is: a data directory's file being read, or the snapshot file. */
+export type OpenProgress = ({ readonly kind: 'load' } & LoadProgress) | { readonly kind: 'snapshot'; readonly bytesRead: number; readonly bytesTotal: number };
 
 export interface QueryOptions {
   /** OriginatingSystemNames the caller may see; absent means every source. */

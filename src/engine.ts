@@ -25,13 +25,21 @@ import { explainText } from './plan/explain.js';
 import type { Plan, QueryResource } from './plan/plan.js';
 import { EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './plan/bind-expand.js';
 import { conjuncts, DEFAULT_PAGE_SIZE, singleNavigationOf, TOP_LIMITS, type NavigationRequest, type PlanRequest } from './plan/planner.js';
-import { checkOpenOptions, queryText, type EngineOpenOptions, type ExplainOptions, type QueryInput, type QueryOptions } from './engine-options.js';
+import {
+  checkOpenOptions,
+  queryText,
+  type EngineOpenOptions,
+  type OpenProgress,
+  type ExplainOptions,
+  type QueryInput,
+  type QueryOptions,
+} from './engine-options.js';
 import type { TableSchema } from './schema/table-schema.js';
 import { QueryError } from './errors.js';
 import type { RecordResourceName, ResourceName } from './schema/types.js';
 import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
-import { loadDataDirectory, loadRecords } from './store/load.js';
+import { loadDataDirectory, loadRecords, type LoadProgress } from './store/load.js';
 import type { Store } from './store/store.js';
 import { PostgresEngine, type PostgresOpenOptions, type PostgresOptions } from './pg/engine.js';
 
@@ -42,7 +50,7 @@ export const NAVIGATION_PROPERTIES = EXPANSIONS;
 /** $top maximum of a navigation path (and of a nested $top in $expand), by the resource it leads to. */
 export const NAVIGATION_TOP_LIMITS = EXPAND_TOP_LIMITS;
 export { contextFragment };
-export type { EngineOpenOptions, ExplainOptions, QueryInput, QueryOptions };
+export type { EngineOpenOptions, OpenProgress, ExplainOptions, QueryInput, QueryOptions };
 export { PostgresEngine };
 export type { PostgresOpenOptions, PostgresOptions };
 
@@ -80,11 +88,18 @@ export class Engine {
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
-      const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock);
+      const progress = options.onProgress;
+      const onBytes = progress === undefined ? undefined : (bytesRead: number, bytesTotal: number) => progress({ kind: 'snapshot', bytesRead, bytesTotal });
+      const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock, onBytes);
       return new Engine(store, clock, indexes, ttl, fraction, firstVersions, retention);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
-    const load = { skipBadRecords: options.skipBadRecords, now: clock };
+    const progress = options.onProgress;
+    const load = {
+      skipBadRecords: options.skipBadRecords,
+      now: clock,
+      onProgress: progress === undefined ? undefined : (p: LoadProgress) => progress({ kind: 'load', ...p }),
+    };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
     return new Engine(store, clock, undefined, ttl, fraction, undefined, retention);
   }
@@ -127,9 +142,9 @@ export class Engine {
    * After changes, the newest generation's live rows are written as compacted (see `compact`),
    * which rebuilds the indexes first (slower). Throws a SnapshotError (SnapshotWriteFailed) when it cannot write.
    */
-  save(file: string): { bytes: number } {
+  save(file: string, options: { readonly onProgress?: (bytesWritten: number, bytesTotal: number) => void } = {}): { bytes: number } {
     const { store, indexes } = this.compactor.compactedImage(this.gen);
-    return writeEngineSnapshot(file, store, indexes, this.writer.firstVersions);
+    return writeEngineSnapshot(file, store, indexes, this.writer.firstVersions, options.onProgress);
   }
 
   /**

@@ -68,6 +68,7 @@ export { SnapshotError } from './snapshot/file.js';
 export type { SnapshotErrorCode } from './snapshot/file.js';
 export type {
   EngineOpenOptions,
+  OpenProgress,
   ExplainOptions,
   NavigationName,
   NavigationRequest,

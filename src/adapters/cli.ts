@@ -25,10 +25,13 @@ import { checkLimits } from '../harness/limits.js';
 import { DEFAULT_PG_SCHEMA, Layout } from '../pg/layout.js';
 import { openPool, shownUrl } from '../pg/connect.js';
 import { checkDistribution, type Distribution } from '../pg/distribution.js';
-import { loadDirectoryIntoPostgres } from '../pg/load.js';
+import { loadDirectoryIntoPostgres, type PgLoadStep } from '../pg/load.js';
+import type { OpenProgress } from '../engine-options.js';
+import type { LoadProgress } from '../store/load.js';
 import { SnapshotError } from '../snapshot/file.js';
 import { DataError } from '../store/errors.js';
 import { serve } from './http.js';
+import { Progress } from './progress.js';
 
 const USAGE = `Usage:
   reso-engine generate --listings N --seed S --out DIR [--reference ISO-INSTANT]
@@ -215,13 +218,24 @@ async function openServedEngine(
 /** The engine of --data DIR or --snapshot FILE (one of them; neither: the embedded data set). */
 async function openEngine(values: { data?: string; snapshot?: string }, now: (() => Date) | undefined, log: boolean): Promise<Engine> {
   if (values.data !== undefined && values.snapshot !== undefined) throw new UsageError('give --data DIR or --snapshot FILE, not both');
-  if (values.snapshot !== undefined) {
-    if (log) process.stderr.write(`opening snapshot ${values.snapshot} ...\n`);
-    return Engine.open({ snapshot: values.snapshot, now });
+  const progress = new Progress(values.snapshot !== undefined ? 'opening snapshot' : 'loading');
+  const onProgress = !log
+    ? undefined
+    : (p: OpenProgress): void =>
+        p.kind === 'load'
+          ? progress.update({ what: p.file, bytes: p.bytesRead, bytesTotal: p.bytesTotal, rows: p.records })
+          : progress.update({ bytes: p.bytesRead, bytesTotal: p.bytesTotal });
+  try {
+    if (values.snapshot !== undefined) {
+      if (log) process.stderr.write(`opening snapshot ${values.snapshot} ...\n`);
+      return await Engine.open({ snapshot: values.snapshot, now, onProgress });
+    }
+    const dataDir = values.data ?? DEFAULT_DATA_DIR;
+    if (log) process.stderr.write(`loading ${dataDir} ...\n`);
+    return await Engine.open({ data: dataDir, now, onProgress });
+  } finally {
+    progress.end();
   }
-  const dataDir = values.data ?? DEFAULT_DATA_DIR;
-  if (log) process.stderr.write(`loading ${dataDir} ...\n`);
-  return Engine.open({ data: dataDir, now });
 }
 
 async function runSnapshot(argv: string[]): Promise<void> {
@@ -237,7 +251,9 @@ async function runSnapshot(argv: string[]): Promise<void> {
   const started = Date.now();
   const engine = await openEngine(values, undefined, true);
   const loaded = Date.now();
-  const { bytes } = engine.save(values.out);
+  const progress = new Progress('writing snapshot');
+  const { bytes } = engine.save(values.out, { onProgress: (written, total) => progress.update({ bytes: written, bytesTotal: total }) });
+  progress.end();
   const seconds = (ms: number): string => (ms / 1000).toFixed(1);
   process.stdout.write(
     `wrote a snapshot of ${engine.store.Property.rowCount.toLocaleString('en-US')} listings to ${values.out} ` +
@@ -426,12 +442,21 @@ async function runPg(argv: string[]): Promise<void> {
   const started = Date.now();
   process.stderr.write(`loading ${values.data} into ${shownUrl(values.url)} ...\n`);
   const pool = openPool(values.url);
+  const progress = new Progress('pg load');
   try {
     const loaded = await loadDirectoryIntoPostgres(pool, layout, values.data, {
       skipBadRecords: values['skip-bad-records'],
       replace: values.replace,
       distribution,
+      // the files as they are read, then each step of the load as it ends
+      onProgress: (p: LoadProgress | PgLoadStep) =>
+        'step' in p
+          ? progress.note(
+              `${p.step}${p.resource !== undefined ? ` ${p.resource}` : ''}${p.rows !== undefined ? `: ${p.rows.toLocaleString('en-US')} rows` : ''} in ${(p.ms / 1000).toFixed(1)} s`,
+            )
+          : progress.update({ what: `reading ${p.file}`, bytes: p.bytesRead, bytesTotal: p.bytesTotal, rows: p.records }),
     });
+    progress.end();
     const n = (x: number): string => x.toLocaleString('en-US');
     const t = loaded.tables;
     const skipped = loaded.report.skipped;
@@ -464,13 +489,22 @@ async function runReplicate(argv: string[]): Promise<void> {
   if (!token) throw new UsageError('--token TOKEN (or RESO_ENGINE_TOKEN) is required');
   const pageSize = positiveInteger(values['page-size'], '--page-size')!;
   const started = Date.now();
+  const progress = new Progress('replicating');
   const result = await replicate({
     from: values.from,
     token,
     to: values.to,
     pageSize,
-    onProgress: (p) => process.stderr.write(`${p.message}\n`),
+    // pages and key listings are progress (a terminal's one line); the rest are events, logged wherever stderr goes
+    onProgress: (p) => {
+      if (p.phase === 'changes' || p.phase === 'keys') progress.update({ what: p.message });
+      else {
+        progress.end();
+        process.stderr.write(`${p.message}\n`);
+      }
+    },
   });
+  progress.end();
   process.stdout.write(`${result.resumed ? 'resumed and ' : ''}replicated ${result.from} into ${values.to} ${describeRun(result, started)}\n`);
 }
 

@@ -165,6 +165,9 @@ function elementType(name: string, a: SnapshotArray): string {
   throw new Error(`array ${JSON.stringify(name)} is a ${Object.prototype.toString.call(a).slice(8, -1)}, not one of ${[...ELEMENT_TYPES.keys()].join(', ')}`);
 }
 
+/** Called after each chunk of a snapshot is written or read (every CHUNK_BYTES at most): bytes so far, and the file's size. */
+export type SnapshotProgress = (bytesDone: number, bytesTotal: number) => void;
+
 function writeAll(fd: number, bytes: Uint8Array, position: number): void {
   for (let done = 0; done < bytes.length;) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
@@ -174,7 +177,7 @@ function writeAll(fd: number, bytes: Uint8Array, position: number): void {
  * Throws a SnapshotError (SnapshotWriteFailed, with the underlying error as `cause`) and leaves
  * whatever was at `path` untouched when anything fails.
  */
-export function writeSnapshotFile(file: string, contents: SnapshotContents): { bytes: number } {
+export function writeSnapshotFile(file: string, contents: SnapshotContents, onProgress?: SnapshotProgress): { bytes: number } {
   checkHost(file);
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
   let fd: number | null = null;
@@ -220,6 +223,7 @@ export function writeSnapshotFile(file: string, contents: SnapshotContents): { b
         writeAll(fd, chunk, position);
         crc = zlib.crc32(chunk, crc);
         position += chunk.length;
+        onProgress?.(position, dataStart + end + 4);
       }
     }
     const trailer = Buffer.alloc(4);
@@ -270,7 +274,7 @@ export function syncDirectory(dir: string): void {
  * in the order written. Throws a SnapshotError for any problem (see the file comment), never
  * returns a partial result.
  */
-export function readSnapshotFile(file: string): SnapshotContents {
+export function readSnapshotFile(file: string, onProgress?: SnapshotProgress): SnapshotContents {
   checkHost(file);
   const fail = (code: SnapshotErrorCode, reason: string, cause?: unknown): never => {
     throw new SnapshotError(code, file, reason, cause);
@@ -358,6 +362,7 @@ export function readSnapshotFile(file: string): SnapshotContents {
         readExactly(chunk, position);
         crc = zlib.crc32(chunk, crc);
         position += chunk.length;
+        onProgress?.(position, size);
       }
       arrays.set(entry.name, array);
     }

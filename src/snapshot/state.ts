@@ -54,7 +54,15 @@ import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
 import { Table } from '../store/table.js';
 import { wordsFor } from '../util/bits.js';
-import { readSnapshotFile, SnapshotError, writeSnapshotFile, type SnapshotArray, type SnapshotContents, type SnapshotErrorCode } from './file.js';
+import {
+  readSnapshotFile,
+  SnapshotError,
+  writeSnapshotFile,
+  type SnapshotArray,
+  type SnapshotContents,
+  type SnapshotErrorCode,
+  type SnapshotProgress,
+} from './file.js';
 
 /** Names what wrote the meta (a container file from elsewhere is SnapshotForeign). */
 export const ENGINE_SNAPSHOT_KIND = 'reso-engine';
@@ -236,14 +244,20 @@ export function encodeEngine(
 }
 
 /** Writes the engine's state to `file` atomically (file.ts); returns the file's size in bytes. */
-export function writeEngineSnapshot(file: string, store: Store, indexes: StoreIndexes, firstVersions?: ReadonlyMap<string, number>): { bytes: number } {
+export function writeEngineSnapshot(
+  file: string,
+  store: Store,
+  indexes: StoreIndexes,
+  firstVersions?: ReadonlyMap<string, number>,
+  onProgress?: SnapshotProgress,
+): { bytes: number } {
   let contents: ReturnType<typeof encodeEngine>;
   try {
     contents = encodeEngine(store, indexes, firstVersions);
   } catch (e) {
     throw new SnapshotError('SnapshotWriteFailed', file, `cannot describe the engine (${e instanceof Error ? e.message : String(e)}); nothing was written`, e);
   }
-  return writeSnapshotFile(file, contents);
+  return writeSnapshotFile(file, contents, onProgress);
 }
 
 // ---- reading ------------------------------------------------------------------------------------
@@ -617,8 +631,8 @@ export interface RestoredEngine {
  * Reads a snapshot written by writeEngineSnapshot: the store (with `clock` as its clock) and its
  * indexes. Throws a SnapshotError for anything wrong with the file or what it describes.
  */
-export function readEngineSnapshot(file: string, clock: () => number): RestoredEngine {
-  return restoreEngine(file, readSnapshotFile(file), clock);
+export function readEngineSnapshot(file: string, clock: () => number, onProgress?: SnapshotProgress): RestoredEngine {
+  return restoreEngine(file, readSnapshotFile(file, onProgress), clock);
 }
 
 /** The engine half of readEngineSnapshot, on contents already read from `file` (benchmarks time the halves). */
