@@ -46,6 +46,15 @@ export type { EngineOpenOptions, ExplainOptions, QueryInput, QueryOptions };
 export { PostgresEngine };
 export type { PostgresOpenOptions, PostgresOptions };
 
+/** Member and Office visibility for callers of every source, made once per generation (queries ask for it on every call). */
+const everySource = new WeakMap<Generation, ReturnType<typeof rosterVisibility>>();
+
+function allRosterVisibility(gen: Generation): ReturnType<typeof rosterVisibility> {
+  let v = everySource.get(gen);
+  if (v === undefined) everySource.set(gen, (v = rosterVisibility(gen, undefined)));
+  return v;
+}
+
 export const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/default');
 
 export class Engine {
@@ -255,10 +264,11 @@ export class Engine {
   private run(request: PlanRequest, visibleAs: QueryResource, options: QueryOptions): QueryResult {
     const { gen, token } = this.generations.forQuery(request.text);
     const plan = this.plans.plan(request, statisticsOf(gen));
+    const sources = options.sources;
     const result = execute(plan, gen, {
-      visible: rowVisibility(gen, gen.store.table(visibleAs), options.sources),
-      visibleOf: rosterVisibility(gen, options.sources),
-      sources: options.sources,
+      visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
+      visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+      sources,
       nowMs: this.clock(),
       token,
       base: options.base ?? '',

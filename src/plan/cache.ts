@@ -21,37 +21,43 @@ import type { Plan } from './plan.js';
 import { planParsedQuery, planQuery, type PlanRequest, type PlanStatistics } from './planner.js';
 import { instantiate, templateOf, type QueryTemplate } from './template.js';
 
-/** Plans kept (least recently used dropped first); as many shapes again. */
+/** Plans kept (the least recently used dropped first); as many shapes again. */
 export const PLAN_CACHE_SIZE = 512;
 
-interface Entry {
+interface Entry extends Recency {
   readonly plan: Plan;
   /** The schemas the plan was bound against: the resource's, then each expansion's. */
   readonly schemas: readonly TableSchema[];
-  /** When it was last used (the cache's clock), for dropping the least recently used. */
-  used: number;
 }
 
-interface Shape {
+interface Shape extends Recency {
   /** Null when the shape cannot be parameterized: its texts are parsed every time. */
   readonly template: QueryTemplate | null;
+}
+
+/** What the recency order needs of a cached value. */
+interface Recency {
+  /** The cache's clock when the value was last used, and when it was last placed at the back of the order. */
   used: number;
+  placed: number;
 }
 
 /**
  * Entries by a key of the request's other parts (the resource alone for a plain query), then by
- * text: a lookup builds no string. Recency is a counter stamped on use, so a hit moves nothing;
- * the least recently used is found by a scan only when a full cache takes a new entry.
+ * text: a lookup builds no string. A hit only stamps the entry; a full cache drops by the clock
+ * ("second chance") algorithm: the oldest placed entry goes unless it was used since it was
+ * placed, in which case it is placed again at the back. Amortized O(1), and a hit moves nothing.
  */
-class Recent<V extends { used: number }> {
+class Recent<V extends Recency> {
   private readonly groups = new Map<string, Map<string, V>>();
-  private count = 0;
+  /** Every entry, oldest placed first, with where it is kept. */
+  private readonly order = new Map<V, { texts: Map<string, V>; text: string }>();
   private clock = 0;
 
   constructor(private readonly capacity: number) {}
 
   get size(): number {
-    return this.count;
+    return this.order.size;
   }
 
   get(group: string, text: string): V | undefined {
@@ -63,22 +69,24 @@ class Recent<V extends { used: number }> {
   set(group: string, text: string, v: V): void {
     let texts = this.groups.get(group);
     if (texts === undefined) this.groups.set(group, (texts = new Map<string, V>()));
-    if (!texts.has(text)) {
-      if (this.count >= this.capacity) this.dropOldest();
-      this.count++;
-    }
-    v.used = ++this.clock;
+    const old = texts.get(text);
+    if (old !== undefined) this.order.delete(old);
+    else if (this.order.size >= this.capacity) this.dropOne();
+    v.used = v.placed = ++this.clock;
     texts.set(text, v);
+    this.order.set(v, { texts, text });
   }
 
-  private dropOldest(): void {
-    let oldest: { texts: Map<string, V>; text: string; used: number } | null = null;
-    for (const texts of this.groups.values()) {
-      for (const [text, v] of texts) if (oldest === null || v.used < oldest.used) oldest = { texts, text, used: v.used };
-    }
-    if (oldest !== null) {
-      oldest.texts.delete(oldest.text);
-      this.count--;
+  private dropOne(): void {
+    for (const [v, at] of this.order) {
+      this.order.delete(v);
+      if (v.used > v.placed) {
+        v.placed = ++this.clock;
+        this.order.set(v, at);
+      } else {
+        at.texts.delete(at.text);
+        return;
+      }
     }
   }
 }
@@ -110,7 +118,7 @@ export class PlanCache {
     }
     const plan = this.make(request, group, stats);
     const schemas = [stats.schemaOf(plan.resource), ...(plan.expand ?? []).map((e) => stats.schemaOf(e.resource))];
-    this.plans.set(group, request.text, { plan, schemas, used: 0 });
+    this.plans.set(group, request.text, { plan, schemas, used: 0, placed: 0 });
     return plan;
   }
 
@@ -137,7 +145,7 @@ export class PlanCache {
     }
     this.misses++;
     const plan = planQuery(request, stats);
-    if (known === undefined) this.shapes.set(group, shape.text, { template: templateOf(request.text), used: 0 });
+    if (known === undefined) this.shapes.set(group, shape.text, { template: templateOf(request.text), used: 0, placed: 0 });
     return plan;
   }
 }
