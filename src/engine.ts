@@ -62,6 +62,8 @@ export class Engine {
   private readonly writer: ChangeWriter;
   private readonly compactor: Compactor;
   private readonly plans = new PlanCache();
+  /** The newest generation and the $skiptoken of its nextLinks, made once per generation. */
+  private current: { readonly gen: Generation; readonly token: string } | null = null;
 
   private constructor(
     store: Store,
@@ -96,6 +98,13 @@ export class Engine {
     const load = { skipBadRecords: options.skipBadRecords, now: clock };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
     return new Engine(store, clock, undefined, ttl, fraction, undefined, retention);
+  }
+
+  /** The newest generation with its $skiptoken (what forQuery gives for a text without one). */
+  private newest(): { readonly gen: Generation; readonly token: string } {
+    const gen = this.gen;
+    if (this.current?.gen !== gen) this.current = { gen, token: this.generations.tokenOf(gen) };
+    return this.current;
   }
 
   /** The newest generation (tests reach it by this name). */
@@ -262,7 +271,9 @@ export class Engine {
 
   /** Plans a request on the generation it reads and executes it, rows visible as `visibleAs`'s rows are to the caller. */
   private run(request: PlanRequest, visibleAs: QueryResource, options: QueryOptions): QueryResult {
-    const { gen, token } = this.generations.forQuery(request.text);
+    // a text planned before without $skiptoken reads the newest generation: no look at the text
+    const known = this.plans.peek(request);
+    const { gen, token } = known !== undefined && known.query.skiptoken === undefined ? this.newest() : this.generations.forQuery(request.text);
     const plan = this.plans.plan(request, statisticsOf(gen));
     const sources = options.sources;
     const result = execute(plan, gen, {

@@ -108,6 +108,11 @@ export class PlanCache {
     return this.plans.size;
   }
 
+  /** The plan cached for exactly this request, if any, whatever data it was made on (its schemas are not checked). */
+  peek(request: PlanRequest): Plan | undefined {
+    return this.plans.get(groupOf(request), request.text)?.plan;
+  }
+
   /** The plan of a request on data with these statistics: the cached one while its schemas hold, else a new one. */
   plan(request: PlanRequest, stats: PlanStatistics): Plan {
     const group = groupOf(request);
