@@ -51,7 +51,7 @@ interface Recency {
 class Recent<V extends Recency> {
   private readonly groups = new Map<string, Map<string, V>>();
   /** Every entry, oldest placed first, with where it is kept. */
-  private readonly order = new Map<V, { texts: Map<string, V>; text: string }>();
+  private readonly order = new Map<V, { group: string; texts: Map<string, V>; text: string }>();
   private clock = 0;
 
   constructor(private readonly capacity: number) {}
@@ -74,7 +74,7 @@ class Recent<V extends Recency> {
     else if (this.order.size >= this.capacity) this.dropOne();
     v.used = v.placed = ++this.clock;
     texts.set(text, v);
-    this.order.set(v, { texts, text });
+    this.order.set(v, { group, texts, text });
   }
 
   private dropOne(): void {
@@ -85,6 +85,8 @@ class Recent<V extends Recency> {
         this.order.set(v, at);
       } else {
         at.texts.delete(at.text);
+        // a navigation path's group holds one listing's queries: do not keep it empty
+        if (at.texts.size === 0) this.groups.delete(at.group);
         return;
       }
     }

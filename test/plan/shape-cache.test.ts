@@ -199,4 +199,13 @@ describe('PlanCache', () => {
     expect(plans.hits).toBe(hits + 1);
     expect(plans.misses).toBe(1); // one parse: every other text was its shape's instance
   });
+
+  it('keeps no empty group behind: navigation paths of many listings hold no more than the capacity', () => {
+    const plans = new PlanCache(2);
+    const stats = statisticsOf(gen());
+    for (const r of records.slice(0, 20))
+      plans.plan({ resource: 'Property', text: '$top=1', navigation: { key: r.ListingKey as string, name: 'Media' } }, stats);
+    expect(plans.size).toBe(2);
+    expect((plans as unknown as { plans: { groups: Map<string, unknown> } }).plans.groups.size).toBe(2);
+  });
 });
