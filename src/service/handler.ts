@@ -34,19 +34,46 @@ import { ServiceError, statusOf } from './errors.js';
 import { metadataXml, serviceDocument } from './edmx.js';
 import { Profiles } from './profiles.js';
 import {
-  baseUrlOf,
   checkQueryLength,
   decodePathSegment,
   decodeQueryOptions,
   DEFAULT_LIMITS,
   maxPageSizeOf,
-  rawQueryOfRequest,
-  readBody,
+  serviceRequestOf,
   type Limits,
+  type ServiceRequest,
 } from './request.js';
-import { errorResponse, jsonResponse, ODATA_JSON_TYPE, ODATA_VERSION, recordsBody, textResponse, TEXT_TYPE, XML_TYPE } from './respond.js';
+import {
+  emptyResponse,
+  errorResponse,
+  jsonResponse,
+  ODATA_JSON_TYPE,
+  ODATA_VERSION,
+  recordsBody,
+  textResponse,
+  toResponse,
+  TEXT_TYPE,
+  XML_TYPE,
+  type ServiceResponse,
+} from './respond.js';
+import { encodeResponse } from './encoding.js';
 
 export type Handler = (request: Request) => Promise<Response>;
+
+/** The service without a runtime: what `createHandler`'s Fetch function and node:http's `serve` both run. */
+export type ServiceHandler = (request: ServiceRequest) => Promise<ServiceResponse>;
+
+/**
+ * Where a handler made by `createHandler` carries its ServiceHandler, so that `serve` answers
+ * node:http requests without building a WHATWG Request and Response for each.
+ */
+export const SERVICE_HANDLER: unique symbol = Symbol.for('reso-engine.serviceHandler');
+
+/** The ServiceHandler behind a Fetch handler, when `createHandler` made it. */
+export function serviceHandlerOf(handler: (request: Request) => Promise<Response>): ServiceHandler | undefined {
+  const core = (handler as { [SERVICE_HANDLER]?: unknown })[SERVICE_HANDLER];
+  return typeof core === 'function' ? (core as ServiceHandler) : undefined;
+}
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -146,14 +173,14 @@ export function createHandler(options: HandlerOptions): Handler {
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
 
-  async function token(request: Request): Promise<Response> {
+  async function token(request: ServiceRequest): Promise<ServiceResponse> {
     if (request.method !== 'POST')
       throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on /v1/token; use POST.`, { headers: { Allow: 'POST' } });
     const type = mediaTypeOf(request);
     if (type !== 'application/x-www-form-urlencoded') {
       throw new ServiceError('InvalidContentType', `POST /v1/token takes application/x-www-form-urlencoded, not '${type || 'no content type'}'.`);
     }
-    const form = new URLSearchParams(await readBody(request, limits.maxBodyBytes));
+    const form = new URLSearchParams(await request.text(limits.maxBodyBytes));
     const field = (name: string): string => {
       const values = form.getAll(name);
       if (values.length === 0 || values[0] === '') throw new ServiceError('InvalidRequest', `The form field '${name}' is missing.`, { option: name });
@@ -172,7 +199,7 @@ export function createHandler(options: HandlerOptions): Handler {
     return attempt;
   }
 
-  async function login(username: string, password: string): Promise<Response> {
+  async function login(username: string, password: string): Promise<ServiceResponse> {
     const wait = throttle?.retryAfter(username) ?? 0;
     if (wait > 0) {
       throw new ServiceError('TooManyLoginAttempts', `Too many failed logins for this username; try again in ${wait} s.`, {
@@ -189,8 +216,8 @@ export function createHandler(options: HandlerOptions): Handler {
     return jsonResponse(200, { access_token: issued.token, expires_in: issued.expiresIn, type: 'Bearer' }, { 'Cache-Control': 'no-store' });
   }
 
-  function authenticate(request: Request): Session {
-    const header = request.headers.get('authorization');
+  function authenticate(request: ServiceRequest): Session {
+    const header = request.header('authorization');
     if (header === null) {
       throw new ServiceError('MissingToken', 'This path needs an Authorization: Bearer <token> header; get a token from POST /v1/token.', {
         headers: { 'WWW-Authenticate': BEARER_CHALLENGE },
@@ -220,9 +247,9 @@ export function createHandler(options: HandlerOptions): Handler {
    * The body limit of a request, known before authentication (a 413 comes first): a POST under
    * the data path by an admin account's session is a write, with its own limit.
    */
-  function bodyLimitOf(request: Request, path: string): number {
+  function bodyLimitOf(request: ServiceRequest, path: string): number {
     if (request.method !== 'POST' || !path.startsWith(`${DATA_PREFIX}/`)) return limits.maxBodyBytes;
-    return sessionOf(request.headers.get('authorization'))?.admin === true ? limits.maxWriteBodyBytes : limits.maxBodyBytes;
+    return sessionOf(request.header('authorization'))?.admin === true ? limits.maxWriteBodyBytes : limits.maxBodyBytes;
   }
 
   /** parseQuery's coded errors, then only the options this path takes. */
@@ -240,8 +267,8 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  async function collection(resource: QueryResource, request: Request, session: Session, decoded: string, base: string, version: ODataVersion) {
-    const prefer = maxPageSizeOf(request.headers.get('prefer'));
+  async function collection(resource: QueryResource, request: ServiceRequest, session: Session, decoded: string, base: string, version: ODataVersion) {
+    const prefer = maxPageSizeOf(request.header('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
     return envelopeResponse(
       await engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/`, odataVersion: version }),
@@ -256,18 +283,18 @@ export function createHandler(options: HandlerOptions): Handler {
    * `UnknownNavigationProperty` for a name Property does not have, 404 `EntityNotFound` for a
    * listing the account does not see.
    */
-  async function navigation(literal: string, name: string, request: Request, session: Session, decoded: string, base: string, version: ODataVersion) {
+  async function navigation(literal: string, name: string, request: ServiceRequest, session: Session, decoded: string, base: string, version: ODataVersion) {
     const key = parseKey('Property', literal);
     const reference = PROPERTY_REFERENCES.find((r) => r.name === name);
     if (reference !== undefined) {
       const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${reference.target}`);
       const record = await engine.navigateOne('Property', key, name, decoded, { sources: session.sources });
-      if (record === null) return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
+      if (record === null) return emptyResponse(204);
       const fields = JSON.stringify(record);
       const context = JSON.stringify(`${base}${DATA_PREFIX}/$metadata#${contextFragment(reference.target, parsed, version, true)}`);
       return textResponse(200, `{"@odata.context":${context}${fields === '{}' ? '}' : `,${fields.slice(1)}`}`, ODATA_JSON_TYPE);
     }
-    const prefer = maxPageSizeOf(request.headers.get('prefer'));
+    const prefer = maxPageSizeOf(request.header('prefer'));
     const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
     const limit = target === null || target === 'Member' || target === 'Office' ? undefined : NAVIGATION_TOP_LIMITS[target];
     const applied = prefer === undefined || limit === undefined ? prefer : Math.min(prefer, limit);
@@ -281,17 +308,17 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** The engine's envelope, written with its records streamed (large pages are chunked). */
-  function envelopeResponse(result: QueryResult, applied: number | undefined): Response {
+  function envelopeResponse(result: QueryResult, applied: number | undefined): ServiceResponse {
     let head = `{"@odata.context":${JSON.stringify(result['@odata.context'])}`;
     if (result['@odata.count'] !== undefined) head += `,"@odata.count":${result['@odata.count']}`;
     head += ',"value":[';
     const next = result['@odata.nextLink'];
     const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
-    const { body, chunked } = recordsBody(head, result.value, tail);
+    const body = recordsBody(head, result.value, tail);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
-    if (!chunked) headers['Content-Length'] = String((body as Uint8Array).byteLength);
+    if (body instanceof Uint8Array) headers['Content-Length'] = String(body.byteLength);
     if (applied !== undefined) headers['Preference-Applied'] = `odata.maxpagesize=${applied}`;
-    return new Response(body, { status: 200, headers });
+    return { status: 200, headers, body };
   }
 
   /** Whether a live record of the resource has this key and is visible to the sources (as the engine decides visibility). */
@@ -300,7 +327,14 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `Property('KEY')`, `Media(MediaKey='KEY')`, ...: one record visible to the account, else 404. */
-  async function entity(resource: QueryResource, literal: string, session: Session, decoded: string, base: string, version: ODataVersion): Promise<Response> {
+  async function entity(
+    resource: QueryResource,
+    literal: string,
+    session: Session,
+    decoded: string,
+    base: string,
+    version: ODataVersion,
+  ): Promise<ServiceResponse> {
     const key = parseKey(resource, literal);
     const parsed = options_(decoded, ENTITY_OPTIONS, `a single ${resource} record`);
     const root = `${base}${DATA_PREFIX}/`;
@@ -312,7 +346,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `Property/$count` (also after `?$filter=`): the number of visible matches as text/plain. */
-  async function count(resource: QueryResource, session: Session, decoded: string): Promise<Response> {
+  async function count(resource: QueryResource, session: Session, decoded: string): Promise<ServiceResponse> {
     return textResponse(200, String(await engine.count(resource, decoded, { sources: session.sources })), TEXT_TYPE);
   }
 
@@ -408,10 +442,10 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** The JSON body of a write: application/json, up to the write limit. */
-  async function jsonBody(request: Request): Promise<unknown> {
+  async function jsonBody(request: ServiceRequest): Promise<unknown> {
     const type = mediaTypeOf(request);
     if (type !== 'application/json') throw new ServiceError('InvalidContentType', `A write takes application/json, not '${type || 'no content type'}'.`);
-    const text = await readBody(request, limits.maxWriteBodyBytes);
+    const text = await request.text(limits.maxWriteBodyBytes);
     try {
       return JSON.parse(text) as unknown;
     } catch (e) {
@@ -420,7 +454,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `POST .../{Resource}`: a JSON array of records, or `{"value":[records]}`, upserted as one change. */
-  async function upsertRecords(resource: WritableResource, request: Request, session: Session, raw: string): Promise<Response> {
+  async function upsertRecords(resource: WritableResource, request: ServiceRequest, session: Session, raw: string): Promise<ServiceResponse> {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const body = await jsonBody(request);
     const records = Array.isArray(body) ? (body as unknown[]) : memberOf(body, 'value');
@@ -430,7 +464,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `POST .../$changes`: `{"operations":[{resource, upsert: [records]} | {resource, remove: [keys]}, ...]}` as one change. */
-  async function applyChanges(request: Request, session: Session, raw: string): Promise<Response> {
+  async function applyChanges(request: ServiceRequest, session: Session, raw: string): Promise<ServiceResponse> {
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const operations = memberOf(await jsonBody(request), 'operations');
     if (operations === undefined) {
@@ -451,15 +485,15 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** `DELETE .../{Resource}('KEY')`: 204, or 404 when no such record is visible to the account. */
-  async function removeRecord(resource: WritableResource, literal: string, session: Session, raw: string): Promise<Response> {
+  async function removeRecord(resource: WritableResource, literal: string, session: Session, raw: string): Promise<ServiceResponse> {
     const key = parseKey(resource, literal);
     options_(decodeQueryOptions(raw), new Set(), 'a write');
     const summary = await write(session, [{ resource, remove: [key] }]);
     if (summary.removed !== 1) throw notFoundOf(resource, key);
-    return new Response(null, { status: 204, headers: { 'OData-Version': ODATA_VERSION } });
+    return emptyResponse(204);
   }
 
-  function metadataResponse(version: ODataVersion): Response {
+  function metadataResponse(version: ODataVersion): ServiceResponse {
     const schemas = schemasOf(engine);
     if (metadata === null || !sameSchemas(metadata.schemas, schemas)) metadata = { schemas, xml: new Map() };
     let xml = metadata.xml.get(version);
@@ -467,11 +501,11 @@ export function createHandler(options: HandlerOptions): Handler {
     return textResponse(200, xml, XML_TYPE);
   }
 
-  async function route(request: Request, negotiated: Negotiated): Promise<Response> {
-    const raw = rawQueryOfRequest(request);
+  async function route(request: ServiceRequest, negotiated: Negotiated): Promise<ServiceResponse> {
+    const raw = request.rawQuery;
     checkQueryLength(raw, limits);
-    const path = new URL(request.url).pathname;
-    const declared = request.headers.get('content-length');
+    const path = request.path;
+    const declared = request.header('content-length');
     const bodyLimit = bodyLimitOf(request, path);
     if (declared !== null && Number(declared) > bodyLimit) {
       throw new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${bodyLimit} bytes.`);
@@ -489,7 +523,7 @@ export function createHandler(options: HandlerOptions): Handler {
         throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${path}; use ${use}.`, { headers: { Allow: allow } });
       }
     };
-    const base = baseUrlOf(request, publicBase);
+    const base = publicBase ?? request.origin;
     if (path === '/v1/account/resources') {
       read();
       options_(decodeQueryOptions(raw), new Set(), 'account resources');
@@ -544,8 +578,8 @@ export function createHandler(options: HandlerOptions): Handler {
     throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}.`);
   }
 
-  return async (request: Request): Promise<Response> => {
-    let response: Response;
+  const service: ServiceHandler = async (request) => {
+    let response: ServiceResponse;
     const negotiated = negotiate(request);
     try {
       response = await route(request, negotiated);
@@ -566,9 +600,11 @@ export function createHandler(options: HandlerOptions): Handler {
         );
       }
     }
-    response.headers.set('OData-Version', negotiated.version);
-    return request.method === 'HEAD' ? new Response(null, { status: response.status, headers: response.headers }) : response;
+    response.headers['OData-Version'] = negotiated.version;
+    return encodeResponse(response, request.header('accept-encoding'), request.method);
   };
+  const handler: Handler = async (request) => toResponse(await service(serviceRequestOf(request)));
+  return Object.defineProperty(handler, SERVICE_HANDLER, { value: service });
 }
 
 /** The OData version of the response, and the 400 the request's version headers deserve, if any. */
@@ -583,9 +619,9 @@ interface Negotiated {
  * request that says it is written in a version above 4.01 (`OData-Version`) cannot be read: both
  * 400 `UnsupportedODataVersion`, as is a value that is not a version number.
  */
-function negotiate(request: Request): Negotiated {
+function negotiate(request: ServiceRequest): Negotiated {
   const versionOf = (header: string): number | null | undefined => {
-    const value = request.headers.get(header);
+    const value = request.header(header);
     if (value === null) return undefined;
     return /^\s*\d+\.\d+\s*$/.test(value) ? Number(value) : null;
   };
@@ -597,7 +633,7 @@ function negotiate(request: Request): Negotiated {
   if (max !== undefined && max < 4) return refuse('4.0', `OData-MaxVersion ${max.toFixed(1)} is below 4.0: this service speaks OData 4.0 and 4.01.`);
   if (own === null) return refuse(version, 'OData-Version must be a version number such as 4.0 or 4.01.');
   if (own !== undefined && (own > 4.01 || own < 4)) {
-    return refuse(version, `OData-Version ${request.headers.get('odata-version')!.trim()} is not one this service reads: send requests as OData 4.0 or 4.01.`);
+    return refuse(version, `OData-Version ${request.header('odata-version')!.trim()} is not one this service reads: send requests as OData 4.0 or 4.01.`);
   }
   return { version, problem: null };
 }
@@ -637,8 +673,8 @@ function notFoundOf(resource: QueryResource, key: string): ServiceError {
 }
 
 /** The media type of a request's Content-Type, lower-cased, without parameters ('' when absent). */
-function mediaTypeOf(request: Request): string {
-  return (request.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+function mediaTypeOf(request: ServiceRequest): string {
+  return (request.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
 }
 
 /** `body[name]` when the body is an object holding an array there and otherwise only annotations (`@...`). */
@@ -649,7 +685,7 @@ function memberOf(body: unknown, name: string): unknown[] | undefined {
   return o[name] as unknown[];
 }
 
-function summaryResponse(s: ChangeSummary): Response {
+function summaryResponse(s: ChangeSummary): ServiceResponse {
   return jsonResponse(200, { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound });
 }
 

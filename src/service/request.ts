@@ -1,8 +1,42 @@
 /**
- * Reading a request: the raw query string (size, then percent-decoding as form clients send it),
- * the `Prefer` header, the body (capped), and the base URL absolute links are built from.
+ * Reading a request: the `ServiceRequest` the handler's core reads (made from a WHATWG Request
+ * here, from node:http's IncomingMessage by the adapter), the raw query string (size, then
+ * percent-decoding as form clients send it), the `Prefer` header, the body (capped), and the base
+ * URL absolute links are built from.
  */
 import { ServiceError } from './errors.js';
+
+/**
+ * What the service reads of a request, whatever runtime received it: the WHATWG Request of
+ * `createHandler`, or node:http's request without a Request being built (`serve`).
+ */
+export interface ServiceRequest {
+  /** Upper case, as the client sent it (GET, HEAD, POST, DELETE, ...). */
+  readonly method: string;
+  /** The path as a WHATWG URL has it: dot segments resolved, percent-encoding as sent, no query. */
+  readonly path: string;
+  /** The query string without its `?`, still percent-encoded, exactly as the client sent it. */
+  readonly rawQuery: string;
+  /** `http://host[:port]` the request was addressed to, as a URL's `origin`. */
+  readonly origin: string;
+  /** A header's value (repeated ones joined by `, `, as Fetch's Headers does), or null; the name in lower case. */
+  header(name: string): string | null;
+  /** The body as text, refusing more than `limit` bytes (413) without reading past it. */
+  text(limit: number): Promise<string>;
+}
+
+/** The ServiceRequest of a WHATWG Request. */
+export function serviceRequestOf(request: Request): ServiceRequest {
+  const url = new URL(request.url);
+  return {
+    method: request.method,
+    path: url.pathname,
+    rawQuery: rawQueryOfRequest(request),
+    origin: url.origin,
+    header: (name) => request.headers.get(name),
+    text: (limit) => readBody(request, limit),
+  };
+}
 
 export interface Limits {
   /** Raw (still percent-encoded) query string, in bytes; longer is a 414. */
@@ -23,12 +57,12 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_38
 export const RAW_TARGET: unique symbol = Symbol.for('reso-engine.rawTarget');
 
 /** The raw query string of a request without its `?` (as the client sent it, still encoded). */
-export function rawQueryOfRequest(request: Request): string {
+function rawQueryOfRequest(request: Request): string {
   const raw = (request as Request & { [RAW_TARGET]?: unknown })[RAW_TARGET];
   return rawQueryOf(typeof raw === 'string' ? raw : request.url);
 }
 
-function rawQueryOf(url: string): string {
+export function rawQueryOf(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return '';
   const h = url.indexOf('#', q);
@@ -114,7 +148,7 @@ export function maxPageSizeOf(prefer: string | null): number | undefined {
 }
 
 /** The request body as text, refusing more than `limit` bytes (413) without reading past it. */
-export async function readBody(request: Request, limit: number): Promise<string> {
+async function readBody(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   if (request.body === null) return '';
@@ -134,12 +168,6 @@ export async function readBody(request: Request, limit: number): Promise<string>
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function tooLarge(limit: number): ServiceError {
+export function tooLarge(limit: number): ServiceError {
   return new ServiceError('PayloadTooLarge', `The request body is larger than the limit of ${limit} bytes.`);
-}
-
-/** `https://host[:port][/prefix]` without a trailing slash: the configured public URL or the request's origin. */
-export function baseUrlOf(request: Request, publicBaseUrl: string | undefined): string {
-  if (publicBaseUrl !== undefined) return publicBaseUrl;
-  return new URL(request.url).origin;
 }
