@@ -54,6 +54,15 @@ export type { EngineOpenOptions, OpenProgress, ExplainOptions, QueryInput, Query
 export { PostgresEngine };
 export type { PostgresOpenOptions, PostgresOptions };
 
+/** Member and Office visibility for callers of every source, made once per generation (queries ask for it on every call). */
+const everySource = new WeakMap<Generation, ReturnType<typeof rosterVisibility>>();
+
+function allRosterVisibility(gen: Generation): ReturnType<typeof rosterVisibility> {
+  let v = everySource.get(gen);
+  if (v === undefined) everySource.set(gen, (v = rosterVisibility(gen, undefined)));
+  return v;
+}
+
 export const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/default');
 
 export class Engine {
@@ -61,6 +70,8 @@ export class Engine {
   private readonly writer: ChangeWriter;
   private readonly compactor: Compactor;
   private readonly plans = new PlanCache();
+  /** The newest generation and the $skiptoken of its nextLinks, made once per generation. */
+  private current: { readonly gen: Generation; readonly token: string } | null = null;
 
   private constructor(
     store: Store,
@@ -102,6 +113,13 @@ export class Engine {
     };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
     return new Engine(store, clock, undefined, ttl, fraction, undefined, retention);
+  }
+
+  /** The newest generation with its $skiptoken (what forQuery gives for a text without one). */
+  private newest(): { readonly gen: Generation; readonly token: string } {
+    const gen = this.gen;
+    if (this.current?.gen !== gen) this.current = { gen, token: this.generations.tokenOf(gen) };
+    return this.current;
   }
 
   /** The newest generation (tests reach it by this name). */
@@ -268,12 +286,15 @@ export class Engine {
 
   /** Plans a request on the generation it reads and executes it, rows visible as `visibleAs`'s rows are to the caller. */
   private run(request: PlanRequest, visibleAs: QueryResource, options: QueryOptions): QueryResult {
-    const { gen, token } = this.generations.forQuery(request.text);
+    // a text planned before without $skiptoken reads the newest generation: no look at the text
+    const known = this.plans.peek(request);
+    const { gen, token } = known !== undefined && known.query.skiptoken === undefined ? this.newest() : this.generations.forQuery(request.text);
     const plan = this.plans.plan(request, statisticsOf(gen));
+    const sources = options.sources;
     const result = execute(plan, gen, {
-      visible: rowVisibility(gen, gen.store.table(visibleAs), options.sources),
-      visibleOf: rosterVisibility(gen, options.sources),
-      sources: options.sources,
+      visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
+      visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+      sources,
       nowMs: this.clock(),
       token,
       base: options.base ?? '',

@@ -85,53 +85,125 @@ function compiledOf(plan: Plan, gen: Generation): Compiled {
 }
 
 export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryResult {
-  const { table, access, calls, expansions } = compiledOf(plan, gen);
-  const { visible, nowMs } = ctx;
+  const compiled = compiledOf(plan, gen);
   // How many ordered rows we need: the page, plus one to know whether more remain.
   const need = plan.page.skip + plan.page.rows + 1;
-  if (plan.access.kind === 'children') {
-    const children = new NavigationRows(plan, plan.access, gen, visible, nowMs);
-    if (plan.grouping) {
-      return respondGroups(plan, ctx, runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
-    }
-    return respond(
-      plan,
-      ctx,
-      children.ordered(need),
-      () => children.all().length,
-      (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
-    );
-  }
-  const searches = new SearchResults(gen, table.rowCount, calls);
-  const geoTests = new Map<Bound, (row: number) => boolean>();
-  const geoTest = (node: Extract<Bound, { kind: 'geo' }>): ((row: number) => boolean) => {
-    let test = geoTests.get(node);
-    if (!test) geoTests.set(node, (test = geoResidual(gen, table, node)));
-    return test;
-  };
-  const compileFilter = (expr: Bound | null): Evaluator | null =>
-    expr ? compile(expr, { table, nowMs, searchHit: (ordinal, row) => searches.hit(ordinal, row), geoTest }) : null;
-  const acceptWith =
-    (ev: Evaluator | null) =>
-    (row: number): boolean =>
-      (visible === null || visible(row)) && (ev === null || ev(row) === true);
-  // Compiled on first use: most paths need only one of them.
-  /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
-  let acceptAll: ((row: number) => boolean) | undefined;
-  const accept = (): ((row: number) => boolean) => (acceptAll ??= acceptWith(compileFilter(plan.filter)));
-  /** Visibility and the residual filter (what the access path leaves). */
-  let rest: { ev: Evaluator | null; accept: (row: number) => boolean } | undefined;
-  const restOf = (): { ev: Evaluator | null; accept: (row: number) => boolean } => {
-    if (!rest) {
-      const ev = compileFilter(plan.residual);
-      rest = { ev, accept: acceptWith(ev) };
-    }
-    return rest;
-  };
+  if (plan.access.kind === 'children') return executeChildren(plan, plan.access, gen, compiled.table, ctx, need);
+  const run = new QueryRun(plan, gen, compiled, ctx);
+  const { table, access, calls } = compiled;
   const source = plan.access;
+  const strategy = plan.strategy;
+  if (plan.grouping) {
+    return respondGroups(plan, ctx, runApply(table, run.collect(), plan.grouping, { nowMs: ctx.nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
+  }
+  let ordered: Uint32Array;
+  let count = -1;
+  if (plan.page.rows === 0) {
+    // $top=0: only the count can be asked for
+    ordered = NO_ROWS;
+  } else if (strategy.kind === 'key' && source.kind === 'scan') {
+    // No index narrows the rows: walk them in key order and stop at the page, starting at the
+    // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
+    const order = access.keyOrder;
+    ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(plan.filter)), run.acceptAll(), need);
+  } else if (strategy.kind === 'ranked') {
+    const call = calls.get(strategy.node.ordinal)!;
+    const acceptRanked = run.acceptWith(run.compileFilter(andOf(conjuncts(plan.filter).filter((e) => e !== strategy.node))));
+    ordered = rankSearch(gen.access.search[strategy.node.field], call.prepared, need, { accept: acceptRanked, tieRank: access.keyRank }).rows;
+  } else if (strategy.kind === 'walk') {
+    const { field, descending } = strategy;
+    const perm = access.sortedBy(field)!;
+    const range = rangeOf(perm, table, field, conjuncts(plan.filter));
+    // A descending walk reads the cached descending order: the same slice, mirrored (a range's
+    // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
+    const order = descending
+      ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start)
+      : perm.subarray(range.start, range.end);
+    // With dictionary lookups as the source, a bit test stands in for their closures.
+    const bits = source.kind === 'lookup' ? lookupBits(access, source.terms) : null;
+    if (bits === null) ordered = walkOrder(order, 0, run.acceptAll(), need);
+    else {
+      const r = run.rest();
+      ordered =
+        r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
+    }
+  } else {
+    const matches = run.collect();
+    count = matches.length;
+    // one match or none is in order whatever the keys (a key lookup: ListingId eq '...')
+    ordered = matches.length <= 1 ? matches : orderRows(matches, run.sortKeys(), access.keyRank, need);
+  }
+  return respond(plan, ctx, ordered, count >= 0 ? count : run, run);
+}
+
+const NO_ROWS = new Uint32Array(0);
+
+/**
+ * What one query compiles as it needs it, on first use (most paths need only part of it): the
+ * filter closures, the search results, the geo tests. A class rather than closures made per
+ * query: a cache hit then allocates one object, and the envelope asks it for the count and the
+ * records (page.ts `Counter`, `Projector`).
+ */
+class QueryRun {
+  private searchResults: SearchResults | null = null;
+  private geoTests: Map<Bound, (row: number) => boolean> | null = null;
+  /** Visibility and the whole filter (walks over permutations, which answer nothing themselves). */
+  private all: ((row: number) => boolean) | null = null;
+  /** Visibility and the residual filter (what the access path leaves). */
+  private residual: { ev: Evaluator | null; accept: (row: number) => boolean } | null = null;
+
+  constructor(
+    private readonly plan: Plan,
+    private readonly gen: Generation,
+    private readonly compiled: Compiled,
+    private readonly ctx: ExecContext,
+  ) {}
+
+  get searches(): SearchResults {
+    return (this.searchResults ??= new SearchResults(this.gen, this.compiled.table.rowCount, this.compiled.calls));
+  }
+
+  compileFilter(expr: Bound | null): Evaluator | null {
+    if (expr === null) return null;
+    return compile(expr, {
+      table: this.compiled.table,
+      nowMs: this.ctx.nowMs,
+      searchHit: (ordinal, row) => this.searches.hit(ordinal, row),
+      geoTest: (node) => this.geoTest(node),
+    });
+  }
+
+  private geoTest(node: Extract<Bound, { kind: 'geo' }>): (row: number) => boolean {
+    const tests = (this.geoTests ??= new Map<Bound, (row: number) => boolean>());
+    let test = tests.get(node);
+    if (!test) tests.set(node, (test = geoResidual(this.gen, this.compiled.table, node)));
+    return test;
+  }
+
+  acceptWith(ev: Evaluator | null): (row: number) => boolean {
+    const visible = this.ctx.visible;
+    if (ev === null) return visible ?? acceptEvery;
+    return visible === null ? (row) => ev(row) === true : (row) => visible(row) && ev(row) === true;
+  }
+
+  acceptAll(): (row: number) => boolean {
+    return (this.all ??= this.acceptWith(this.compileFilter(this.plan.filter)));
+  }
+
+  rest(): { ev: Evaluator | null; accept: (row: number) => boolean } {
+    if (this.residual === null) {
+      const ev = this.compileFilter(this.plan.residual);
+      this.residual = { ev, accept: this.acceptWith(ev) };
+    }
+    return this.residual;
+  }
+
   /** Every matching row, ascending. */
-  const collect = (): Uint32Array => {
-    const keep = restOf().accept;
+  collect(): Uint32Array {
+    const keep = this.rest().accept;
+    const { plan, gen } = this;
+    const { table, access, calls } = this.compiled;
+    const source = plan.access;
     switch (source.kind) {
       case 'search':
         return collectSearch(gen, calls.get(source.node.ordinal)!, keep);
@@ -147,67 +219,69 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
       }
       case 'scan':
         return collectScan(table.rowCount, keep);
+      case 'children':
+        throw new Error('a navigation path is run by executeChildren');
     }
-  };
-  const countMatches = (): number => {
-    if (source.kind === 'lookup' && restOf().ev === null) {
+  }
+
+  /** The number of matches (page.ts asks only under $count=true). */
+  count(): number {
+    const source = this.plan.access;
+    const { table, access } = this.compiled;
+    if (source.kind === 'lookup' && this.rest().ev === null) {
       // every condition is a dictionary lookup: count an AND of bitsets (visibility folded in;
       // lookup bitsets leave dead rows out themselves)
-      const sources = ctx.sources;
+      const sources = this.ctx.sources;
       const terms =
-        sources !== undefined && table === gen.store.Property ? [...source.terms, { field: 'OriginatingSystemName', values: sources }] : source.terms;
+        sources !== undefined && table === this.gen.store.Property ? [...source.terms, { field: 'OriginatingSystemName', values: sources }] : source.terms;
       if (sources === undefined || terms !== source.terms) return lookupCount(access, terms);
     }
-    return collect().length;
-  };
-  const projectRow = (row: number) => project(plan, table, row, nowMs, expansions, visible, ctx.visibleOf, ctx.base);
+    return this.collect().length;
+  }
 
-  const strategy = plan.strategy;
-  if (plan.grouping) {
-    return respondGroups(plan, ctx, runApply(table, collect(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
-  }
-  let ordered: Uint32Array;
-  let count: number | undefined;
-  if (plan.page.rows === 0) {
-    // $top=0: only the count can be asked for
-    return respond(plan, ctx, new Uint32Array(0), countMatches, projectRow);
-  } else if (strategy.kind === 'key' && source.kind === 'scan') {
-    // No index narrows the rows: walk them in key order and stop at the page, starting at the
-    // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
-    const order = access.keyOrder;
-    ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(plan.filter)), accept(), need);
-  } else if (strategy.kind === 'ranked') {
-    const call = calls.get(strategy.node.ordinal)!;
-    const acceptRanked = acceptWith(compileFilter(andOf(conjuncts(plan.filter).filter((e) => e !== strategy.node))));
-    ordered = rankSearch(gen.access.search[strategy.node.field], call.prepared, need, { accept: acceptRanked, tieRank: access.keyRank }).rows;
-  } else if (strategy.kind === 'walk') {
-    const { field, descending } = strategy;
-    const perm = access.sortedBy(field)!;
-    const range = rangeOf(perm, table, field, conjuncts(plan.filter));
-    // A descending walk reads the cached descending order: the same slice, mirrored (a range's
-    // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
-    const order = descending
-      ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start)
-      : perm.subarray(range.start, range.end);
-    // With dictionary lookups as the source, a bit test stands in for their closures.
-    const bits = source.kind === 'lookup' ? lookupBits(access, source.terms) : null;
-    if (bits === null) ordered = walkOrder(order, 0, accept(), need);
-    else {
-      const r = restOf();
-      ordered =
-        r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
-    }
-  } else {
-    const matches = collect();
-    count = matches.length;
-    const keys: SortKey[] = plan.order.map((k) =>
+  sortKeys(): SortKey[] {
+    return this.plan.order.map((k) =>
       k.kind === 'relevance'
-        ? { read: (row: number) => searches.relevance(row), descending: true }
-        : { read: compile(k.expr, { table, nowMs, searchHit: () => false, geoTest: () => () => false }), descending: k.descending },
+        ? { read: (row: number) => this.searches.relevance(row), descending: true }
+        : {
+            read: compile(k.expr, { table: this.compiled.table, nowMs: this.ctx.nowMs, searchHit: () => false, geoTest: () => () => false }),
+            descending: k.descending,
+          },
     );
-    ordered = orderRows(matches, keys, access.keyRank, need);
   }
-  return respond(plan, ctx, ordered, () => count ?? countMatches(), projectRow);
+
+  /** The record of a row of the page. */
+  record(row: number): Record<string, JsonValue> {
+    const { plan, ctx } = this;
+    return project(plan, this.compiled.table, row, ctx.nowMs, this.compiled.expansions, ctx.visible, ctx.visibleOf, ctx.base);
+  }
+}
+
+const acceptEvery = (): boolean => true;
+
+/** A navigation path's plan: one listing's children (src/exec/navigate.ts). */
+function executeChildren(
+  plan: Plan,
+  access: Extract<Plan['access'], { kind: 'children' }>,
+  gen: Generation,
+  table: Table,
+  ctx: ExecContext,
+  need: number,
+): QueryResult {
+  const { visible, nowMs } = ctx;
+  const children = new NavigationRows(plan, access, gen, visible, nowMs);
+  if (plan.grouping) {
+    return respondGroups(plan, ctx, runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
+  }
+  return respond(
+    plan,
+    ctx,
+    children.ordered(need),
+    { count: () => children.all().length },
+    {
+      record: (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
+    },
+  );
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
@@ -223,11 +297,5 @@ export function executeRecord(
 
 /** The response of $apply's groups (in their order, counted, each a record). */
 function respondGroups(plan: Plan, ctx: ExecContext, groups: ApplyResult): QueryResult {
-  return respond(
-    plan,
-    ctx,
-    groups.order,
-    () => groups.count,
-    (g) => groups.record(g),
-  );
+  return respond(plan, ctx, groups.order, groups.count, groups);
 }

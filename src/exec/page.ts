@@ -58,31 +58,42 @@ function selectList(select: readonly SelectItem[] | undefined, expand: readonly 
   return [...items];
 }
 
+/** The number of results, asked only under $count=true. */
+export interface Counter {
+  count(): number;
+}
+
+/** The record of one result (a row, or an $apply group). */
+export interface Projector {
+  record(id: number): Record<string, JsonValue>;
+}
+
 /**
  * The response for results in order. `ordered` holds at least the page plus one more result when
- * more remain; `count` is asked only under $count=true.
+ * more remain; the count is asked only under $count=true.
  */
-export function respond(
-  plan: Plan,
-  ctx: PageContext,
-  ordered: Uint32Array,
-  count: () => number,
-  project: (id: number) => Record<string, JsonValue>,
-): QueryResult {
+export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: number | Counter, records: Projector): QueryResult {
   const { skip, rows, top } = plan.page;
   const pageEnd = Math.min(ordered.length, skip + rows);
-  const page = skip < pageEnd ? ordered.subarray(skip, pageEnd) : new Uint32Array(0);
+  const value: Array<Record<string, JsonValue>> = [];
+  for (let i = skip; i < pageEnd; i++) value.push(records.record(ordered[i]));
   const more = ordered.length > skip + rows && (top === undefined || rows < top);
-  const value = page.length ? Array.from(page, project) : [];
-  const context = `${ctx.base}$metadata#${contextFragment(contextOf(plan), plan.query, ctx.version)}`;
-  const nextLink = more ? `${ctx.base}${nextPageOf(plan, ctx.token)}` : undefined;
+  const context = ctx.base + contextUrlOf(plan, ctx.version ?? '4.01');
   // key order: context, count, value, nextLink
-  return {
-    '@odata.context': context,
-    ...(plan.count ? { '@odata.count': count() } : {}),
-    value,
-    ...(nextLink !== undefined ? { '@odata.nextLink': nextLink } : {}),
-  };
+  const result: { '@odata.context': string; '@odata.count'?: number; value: typeof value; '@odata.nextLink'?: string } = plan.count
+    ? { '@odata.context': context, '@odata.count': typeof count === 'number' ? count : count.count(), value }
+    : { '@odata.context': context, value };
+  if (more) result['@odata.nextLink'] = ctx.base + nextPageOf(plan, ctx.token);
+  return result;
+}
+
+/** The context URL after the base, by plan and version: the same for every response of a cached plan. */
+const contextUrls = new WeakMap<Plan, { '4.0'?: string; '4.01'?: string }>();
+
+function contextUrlOf(plan: Plan, version: ODataVersion): string {
+  let urls = contextUrls.get(plan);
+  if (urls === undefined) contextUrls.set(plan, (urls = {}));
+  return (urls[version] ??= `$metadata#${contextFragment(contextOf(plan), plan.query, version)}`);
 }
 
 /** The next page's relative URL: the same options with the next $skip, the rest of $top and the token. */

@@ -44,7 +44,7 @@ import {
   type SpanRecorder,
 } from './ast.js';
 import { describeFound, queryError, type ParseErrorCode } from './errors.js';
-import { dateLiteral, geographyLiteral, isLiteralFailure, numberLiteral } from './literals.js';
+import { isLiteralFailure, literalOfToken } from './literals.js';
 import {
   AddOp,
   allTokens,
@@ -294,11 +294,8 @@ class ODataParser extends EmbeddedActionsParser {
     const start = t.startOffset;
     const tt = t.tokenType;
     let lit: LiteralExpr;
-    if (tt === StringLit) {
-      const body = t.image.slice(1, -1);
-      lit = { kind: 'literal', type: 'string', value: body.includes("''") ? body.replace(/''/g, "'") : body };
-    } else if (tt === NumberLit || tt === DateLike || tt === Geography) {
-      const r = tt === NumberLit ? numberLiteral(t.image) : tt === DateLike ? dateLiteral(t.image) : geographyLiteral(t.image.slice(10, -1), 10);
+    if (tt === StringLit || tt === NumberLit || tt === DateLike || tt === Geography) {
+      const r = literalOfToken(tt === StringLit ? 'string' : tt === NumberLit ? 'number' : tt === DateLike ? 'date' : 'geography', t.image);
       if (isLiteralFailure(r)) throw this.fail(r.code, start + r.offset, r.what);
       lit = r;
     } else if (tt === Null) {

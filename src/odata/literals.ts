@@ -4,7 +4,7 @@
  * `2024-05-01T10:00`) so that a near-miss becomes one InvalidLiteral error that points at the
  * offending character, as the ABNF would, instead of a confusing "expected an operator" later.
  */
-import type { DateLiteral, DateTimeOffsetLiteral, GeographyPointLiteral, NumberLiteral } from './ast.js';
+import type { DateLiteral, DateTimeOffsetLiteral, GeographyPointLiteral, LiteralExpr, NumberLiteral } from './ast.js';
 import type { ParseErrorCode } from './errors.js';
 
 export interface LiteralFailure {
@@ -230,6 +230,29 @@ export function geographyLiteral(body: string, base: number): GeographyPointLite
   if (!(Math.abs(lon.value) <= 180)) return fail(base + lonStart, `longitude ${lon.value} is outside -180..180`);
   if (!(Math.abs(lat.value) <= 90)) return fail(base + latStart, `latitude ${lat.value} is outside -90..90`);
   return { kind: 'literal', type: 'geographyPoint', srid, lon: lon.value, lat: lat.value };
+}
+
+/** The literal tokens whose image carries a value (true, false and null are keywords). */
+export type ValueTokenKind = 'string' | 'number' | 'date' | 'geography';
+
+/**
+ * The literal a token's image stands for: the grammar's reading of StringLit, NumberLit, DateLike
+ * and Geography tokens, shared with the plan cache, which reads the literals it lifts out of a
+ * query's text (src/odata/shape.ts) the same way.
+ */
+export function literalOfToken(kind: ValueTokenKind, image: string): LiteralExpr | LiteralFailure {
+  switch (kind) {
+    case 'string': {
+      const body = image.slice(1, -1);
+      return { kind: 'literal', type: 'string', value: body.includes("''") ? body.replace(/''/g, "'") : body };
+    }
+    case 'number':
+      return numberLiteral(image);
+    case 'date':
+      return dateLiteral(image);
+    case 'geography':
+      return geographyLiteral(image.slice(10, -1), 10);
+  }
 }
 
 export function isLiteralFailure(x: object): x is LiteralFailure {

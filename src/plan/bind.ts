@@ -499,16 +499,19 @@ export function bindOrderBy(items: readonly OrderByItem[], ctx: BindContext, sea
 /** The selected fields in schema order, or null for all fields. */
 export function bindSelect(items: readonly SelectItem[], ctx: BindContext): FieldDef[] | null {
   const binder = new Binder(ctx);
-  // a schema with hidden fields (EntityEvent's storage key) never selects all of them
-  const hidden = ctx.schema.fields.some(isHiddenField);
-  if (items.some((i) => i.kind === 'star')) return hidden ? ctx.schema.fields.filter((f) => !isHiddenField(f)) : null;
-  const names = new Set<string>();
+  const schema = ctx.schema;
+  if (items.some((i) => i.kind === 'star')) {
+    // a schema with hidden fields (EntityEvent's storage key) never selects all of them
+    return schema.fields.some(isHiddenField) ? schema.fields.filter((f) => !isHiddenField(f)) : null;
+  }
+  // the selected fields and the key, in schema order: by position, not by a pass over every field
+  const key = schema.indexOf(odataKeyOf(schema.resource));
+  const positions = new Set<number>(key >= 0 ? [key] : []);
   for (const item of items) {
     if (item.kind !== 'property') continue;
     const f = binder.field(item.name, item);
     if (!f.selectable) binder.fail('NotSelectable', `${f.name} cannot be selected.`, item);
-    names.add(f.name);
+    positions.add(schema.indexOf(f.name));
   }
-  names.add(odataKeyOf(ctx.schema.resource));
-  return ctx.schema.fields.filter((f) => names.has(f.name));
+  return [...positions].sort((a, b) => a - b).map((i) => schema.fields[i]);
 }

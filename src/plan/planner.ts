@@ -94,16 +94,31 @@ interface Navigation {
  * them is faster, and errors are rare).
  */
 export function planQuery(request: PlanRequest, stats: PlanStatistics): Plan {
-  if (!QUERY_RESOURCES.includes(request.resource)) {
-    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query ${QUERY_RESOURCES.join(', ')}.`);
-  }
-  const nav = request.navigation ? navigationOf(request.resource, request.navigation) : null;
+  const nav = checkedNavigation(request);
   try {
     return planParsed(request, parseQuery(request.text, { spans: false }), stats, nav);
   } catch (err) {
     if (!(err instanceof QueryError) || err.position !== undefined || err.option === undefined) throw err;
     return planParsed(request, parseQuery(request.text, { spans: true }), stats, nav);
   }
+}
+
+/**
+ * Binds and plans a query already parsed from the request's text (the plan cache's instance of a
+ * cached shape, src/plan/template.ts): planQuery without the parse, so with the same checks in the
+ * same order. A binder error here carries no position: the caller plans the text again with
+ * planQuery for the error as it reports it.
+ */
+export function planParsedQuery(request: PlanRequest, parsed: ParsedQuery, stats: PlanStatistics): Plan {
+  return planParsed(request, parsed, stats, checkedNavigation(request));
+}
+
+/** The request's resource checked, and its navigation path resolved (or null). */
+function checkedNavigation(request: PlanRequest): Navigation | null {
+  if (!QUERY_RESOURCES.includes(request.resource)) {
+    throw new QueryError('UnknownResource', `No resource '${String(request.resource)}': query ${QUERY_RESOURCES.join(', ')}.`);
+  }
+  return request.navigation ? navigationOf(request.resource, request.navigation) : null;
 }
 
 /**
