@@ -18,6 +18,7 @@ import { REPLICATED_RESOURCES } from '../replicate/sink.js';
 import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
+import type { ReplicationStatus } from '../service/health.js';
 import { TestClock } from '../harness/clock.js';
 import { checkFaultRules } from '../harness/faults.js';
 import { Harness } from '../harness/harness.js';
@@ -290,6 +291,9 @@ async function runServe(argv: string[]): Promise<number> {
   // with the harness, one clock for data and service that the admin routes move: frozen at --now, else running
   const clock = harnessed ? new TestClock(values.now === undefined ? undefined : clockOption(values.now)!().getTime(), values.now !== undefined) : null;
   const engine = await openServedEngine(values, clock === null ? clockOption(values.now) : () => new Date(clock.now()), true);
+  // what /ready and /metrics report of --replicate-from, updated by each pass
+  let replicationStatus: ReplicationStatus | undefined =
+    from === undefined ? undefined : { from: serviceRoot(from), lastSuccessAt: null, lastError: null, passes: 0, failures: 0 };
   let server: Awaited<ReturnType<typeof serve>>;
   let listings: number;
   let harness: Harness | null = null;
@@ -307,7 +311,10 @@ async function runServe(argv: string[]): Promise<number> {
         adminToken: values['admin-token'],
       });
     }
-    const handler = harness !== null ? harness.handle : createHandler({ engine, ...service });
+    const handler =
+      harness !== null
+        ? harness.handle
+        : createHandler({ engine, ...service, status: replicationStatus === undefined ? {} : { replication: () => replicationStatus! } });
     listings = engine instanceof Engine ? engine.store.Property.rowCount : await engine.count('Property', '');
     server = await serve(handler, { port, host: values.host });
   } catch (err) {
@@ -328,7 +335,10 @@ async function runServe(argv: string[]): Promise<number> {
       (values['admin-token'] === undefined ? '' : `admin routes: ${server.url}/admin/ (clock, reset, checkpoint, faults, limits, requests)\n`) +
       'press Ctrl-C to stop\n',
   );
-  const replication = from === undefined || !(engine instanceof Engine) ? null : replicateInBackground(engine, from, replicateToken!, every);
+  const replication =
+    from === undefined || !(engine instanceof Engine)
+      ? null
+      : replicateInBackground(engine, from, replicateToken!, every, (status) => (replicationStatus = { ...replicationStatus!, ...status }));
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
@@ -491,14 +501,23 @@ function describeRun(result: ReplicationResult, started: number): string {
  * next interval, never fatal). `stop` ends the loop, aborting a pass in flight (its requests and
  * retry waits; a change being applied finishes, so the engine holds whole pages only).
  */
-function replicateInBackground(engine: Engine, from: string, token: string, everySeconds: number): { stop(): Promise<void> } {
+function replicateInBackground(
+  engine: Engine,
+  from: string,
+  token: string,
+  everySeconds: number,
+  report: (status: Partial<ReplicationStatus>) => void,
+): { stop(): Promise<void> } {
   const sink = new EngineSink(engine);
   const abort = new AbortController();
   const { signal } = abort;
   const log = (line: string): boolean => process.stderr.write(`reso-engine: ${line}\n`);
   let reported = false;
+  let passes = 0;
+  let failures = 0;
   const pass = async (): Promise<void> => {
     const started = Date.now();
+    passes++;
     try {
       const result = await replicate({
         from,
@@ -510,9 +529,12 @@ function replicateInBackground(engine: Engine, from: string, token: string, ever
       const changed = REPLICATED_RESOURCES.some((r) => result.resources[r].upserted + result.resources[r].removed > 0);
       if (!reported || changed) log(`replicated ${result.from} ${describeRun(result, started)}`);
       reported = true;
+      report({ lastSuccessAt: started, lastError: null, passes, failures });
     } catch (err) {
       if (signal.aborted) return;
       const code = err instanceof QueryError ? `${err.code}: ` : '';
+      failures++;
+      report({ lastError: `${code}${err instanceof Error ? err.message : String(err)}`, passes, failures });
       log(`replication from ${from} failed: ${code}${err instanceof Error ? err.message : String(err)}; next attempt in ${everySeconds} s`);
     }
   };

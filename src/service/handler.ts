@@ -57,6 +57,7 @@ import {
   type ServiceResponse,
 } from './respond.js';
 import { encodeResponse } from './encoding.js';
+import { HealthRoutes, type StatusSources } from './health.js';
 
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -119,6 +120,8 @@ export interface HandlerOptions {
   readonly limits?: Partial<Limits>;
   /** The clock of tokens, throttles and rate limits, epoch ms (default Date.now). Data uses the engine's clock. */
   readonly clock?: () => number;
+  /** What /ready and /metrics report besides the engine (the background replication of `serve --replicate-from`). */
+  readonly status?: StatusSources;
   /** Where defects (500s) are reported, with the request id their response names. Default: stderr. */
   readonly onError?: (error: unknown, requestId: string) => void;
 }
@@ -172,6 +175,7 @@ export function createHandler(options: HandlerOptions): Handler {
   /** Logins of one username run one at a time, so a burst cannot slip past the throttle. */
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
+  const health = new HealthRoutes(engine, options.status ?? {}, clock);
 
   async function token(request: ServiceRequest): Promise<ServiceResponse> {
     if (request.method !== 'POST')
@@ -505,6 +509,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const raw = request.rawQuery;
     checkQueryLength(raw, limits);
     const path = request.path;
+    if (path === '/health' || path === '/ready') return health.answer(path, request.method);
     const declared = request.header('content-length');
     const bodyLimit = bodyLimitOf(request, path);
     if (declared !== null && Number(declared) > bodyLimit) {
