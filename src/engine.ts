@@ -255,6 +255,7 @@ export class Engine {
   private run(request: PlanRequest, visibleAs: QueryResource, options: QueryOptions): QueryResult {
     const { gen, token } = this.generations.forQuery(request.text);
     const plan = this.plans.plan(request, statisticsOf(gen));
+    options.onPlan?.(plan);
     const result = execute(plan, gen, {
       visible: rowVisibility(gen, gen.store.table(visibleAs), options.sources),
       visibleOf: rosterVisibility(gen, options.sources),

@@ -33,6 +33,8 @@ export interface BackendHealth {
 export interface StatusSources {
   /** The background replication, when the server keeps a replica. */
   readonly replication?: () => ReplicationStatus;
+  /** How long opening the data took at start, seconds (a metric). */
+  readonly loadSeconds?: number;
 }
 
 /** How long /ready waits for the database before calling it not ready. */
