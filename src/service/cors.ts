@@ -32,7 +32,7 @@ const EXPOSE_HEADERS = [
   'X-RateLimit-Reset',
 ].join(', ');
 /** An origin as a browser serializes it: scheme, host, optional port; nothing else (no path, no userinfo). */
-const ORIGIN = /^(https?):\/\/([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::(\d{1,5}))?$/;
+const ORIGIN = /^(https?):\/\/([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::(\d{1,5}))?$/i;
 
 /** An origin in the form browsers send (lower-case scheme and host, default port dropped), or null when it is none. */
 export function normalizeOrigin(text: string): string | null {

@@ -114,14 +114,24 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    this.bytes = new Counter({ name: 'reso_http_response_bytes_total', help: 'Response body bytes sent (after compression), by route.', labelNames: ['route'], registers });
+    this.bytes = new Counter({
+      name: 'reso_http_response_bytes_total',
+      help: 'Response body bytes sent (after compression), by route.',
+      labelNames: ['route'],
+      registers,
+    });
     this.plans = new Counter({
       name: 'reso_query_plans_total',
       help: "Queries planned, by resource and the plan's access path (scan, range, search, geo, lookup, text, children).",
       labelNames: ['resource', 'access'],
       registers,
     });
-    this.rows = new Counter({ name: 'reso_query_rows_returned_total', help: 'Records returned in query pages, by resource.', labelNames: ['resource'], registers });
+    this.rows = new Counter({
+      name: 'reso_query_rows_returned_total',
+      help: 'Records returned in query pages, by resource.',
+      labelNames: ['resource'],
+      registers,
+    });
     this.loginFailures = new Counter({ name: 'reso_login_failures_total', help: 'POST /v1/token with a wrong username or password.', registers });
     this.throttled = new Counter({
       name: 'reso_throttled_total',

@@ -23,7 +23,9 @@ const ODATA = 'https://docs.oasis-open.org/odata/odata/v4.01/odata-v4.01-part2-u
 
 /** The errors every authenticated data route may answer. */
 const DATA_ERRORS = { '400': errorRef('BadRequest'), '401': errorRef('Unauthorized'), '429': errorRef('TooManyRequests'), '503': errorRef('Unavailable') };
-const CONDITIONAL = { '304': { description: 'Not Modified: the If-None-Match header names the current ETag.', headers: { ETag: { $ref: '#/components/headers/ETag' } } } };
+const CONDITIONAL = {
+  '304': { description: 'Not Modified: the If-None-Match header names the current ETag.', headers: { ETag: { $ref: '#/components/headers/ETag' } } },
+};
 const OK_HEADERS = { ETag: { $ref: '#/components/headers/ETag' }, 'OData-Version': { $ref: '#/components/headers/ODataVersion' } };
 
 const collectionOptions = [
@@ -52,7 +54,12 @@ function adminOperation(summary: string, body: Json | null, result: Json): Json 
     summary,
     security: [{ adminToken: [] }],
     ...(body === null ? {} : { requestBody: { required: true, content: { 'application/json': { schema: body } } } }),
-    responses: { '200': json(result, 'The state after the operation.'), '400': errorRef('BadRequest'), '401': errorRef('Unauthorized'), '405': errorRef('MethodNotAllowed') },
+    responses: {
+      '200': json(result, 'The state after the operation.'),
+      '400': errorRef('BadRequest'),
+      '401': errorRef('Unauthorized'),
+      '405': errorRef('MethodNotAllowed'),
+    },
   };
 }
 
@@ -88,7 +95,11 @@ function document(): Json {
           tags: ['operations'],
           summary: 'Whether the server should get traffic: data loaded, replication caught up once, database answering.',
           security: [],
-          responses: { '200': json(ref('Readiness'), 'Ready.'), '503': json(ref('Readiness'), 'Not ready; reasons says why.'), '405': errorRef('MethodNotAllowed') },
+          responses: {
+            '200': json(ref('Readiness'), 'Ready.'),
+            '503': json(ref('Readiness'), 'Not ready; reasons says why.'),
+            '405': errorRef('MethodNotAllowed'),
+          },
         },
       },
       '/metrics': {
@@ -132,7 +143,7 @@ function document(): Json {
       '/v1/account/resources': {
         get: {
           tags: ['account'],
-          summary: "The listing sources this account may use.",
+          summary: 'The listing sources this account may use.',
           responses: { '200': json(ref('AccountResources'), 'The sources.'), ...CONDITIONAL, ...DATA_ERRORS },
         },
       },
@@ -197,7 +208,13 @@ function document(): Json {
       '/v1/listings/data/{resource}({key})': {
         parameters: [
           { name: 'resource', in: 'path', required: true, schema: { type: 'string', enum: RESOURCES } },
-          { name: 'key', in: 'path', required: true, description: "The key literal: 'KEY' (quotes doubled inside) or Name='KEY'; EntityEvent: a number.", schema: { type: 'string' } },
+          {
+            name: 'key',
+            in: 'path',
+            required: true,
+            description: "The key literal: 'KEY' (quotes doubled inside) or Name='KEY'; EntityEvent: a number.",
+            schema: { type: 'string' },
+          },
         ],
         get: {
           tags: ['data'],
@@ -241,18 +258,30 @@ function document(): Json {
           summary: 'Admin accounts: several upserts and removals as one change.',
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: { type: 'object', required: ['operations'], properties: { operations: { type: 'array', items: anyObject } } } } },
+            content: {
+              'application/json': { schema: { type: 'object', required: ['operations'], properties: { operations: { type: 'array', items: anyObject } } } },
+            },
           },
           responses: { '200': json(ref('ChangeSummary'), 'Applied.'), ...DATA_ERRORS, '404': errorRef('NotFound'), '413': errorRef('TooLarge') },
         },
       },
       '/admin/clock': {
         get: adminOperation('The clock.', null, anyObject),
-        post: adminOperation('Set or advance the clock.', { type: 'object', properties: { set: { type: 'string' }, advance: { type: ['string', 'number'] } } }, anyObject),
+        post: adminOperation(
+          'Set or advance the clock.',
+          { type: 'object', properties: { set: { type: 'string' }, advance: { type: ['string', 'number'] } } },
+          anyObject,
+        ),
       },
-      '/admin/reset': { post: adminOperation('Back to the data as loaded, or to a checkpoint.', { type: 'object', properties: { checkpoint: { type: 'string' } } }, anyObject) },
+      '/admin/reset': {
+        post: adminOperation('Back to the data as loaded, or to a checkpoint.', { type: 'object', properties: { checkpoint: { type: 'string' } } }, anyObject),
+      },
       '/admin/checkpoint': {
-        post: adminOperation('Save the data as it is under a name.', { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }, anyObject),
+        post: adminOperation(
+          'Save the data as it is under a name.',
+          { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+          anyObject,
+        ),
       },
       '/admin/faults': {
         get: adminOperation('The fault rules.', null, anyObject),
@@ -260,7 +289,10 @@ function document(): Json {
         post: adminOperation('Add fault rules.', anyObject, anyObject),
         delete: adminOperation('Remove every fault rule.', null, anyObject),
       },
-      '/admin/limits': { get: adminOperation('The rate and limit profile.', null, anyObject), put: adminOperation('Replace the profile.', anyObject, anyObject) },
+      '/admin/limits': {
+        get: adminOperation('The rate and limit profile.', null, anyObject),
+        put: adminOperation('Replace the profile.', anyObject, anyObject),
+      },
       '/admin/requests': { get: adminOperation('The request journal.', null, anyObject), delete: adminOperation('Clear the journal.', null, anyObject) },
     },
     components: {
@@ -298,7 +330,11 @@ function document(): Json {
                 position: { type: 'integer', description: "0-based offset into the option's decoded value." },
                 details: {
                   type: 'array',
-                  items: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, target: { type: 'string' } } },
+                  items: {
+                    type: 'object',
+                    required: ['code', 'message'],
+                    properties: { code: { type: 'string' }, message: { type: 'string' }, target: { type: 'string' } },
+                  },
                 },
               },
             },
