@@ -5,6 +5,7 @@
 import { COMPACT_FRACTION } from './live/compactor.js';
 import type { ODataVersion } from './exec/page.js';
 import type { NavigationRequest } from './plan/planner.js';
+import type { Plan } from './plan/plan.js';
 import type { LoadProgress, RecordsInput } from './store/load.js';
 
 export interface EngineOpenOptions {
@@ -52,6 +53,8 @@ export interface QueryOptions {
   readonly base?: string;
   /** The OData version the response is for: '4.01' (default) or '4.0' (the context URL of expansions differs; DESIGN.md "OData versions"). */
   readonly odataVersion?: ODataVersion;
+  /** Called with the plan the query runs (the service's metrics and access log name its access path); the in-memory engine calls it. */
+  readonly onPlan?: (plan: Plan) => void;
 }
 
 export interface ExplainOptions extends QueryOptions {

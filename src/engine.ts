@@ -290,6 +290,7 @@ export class Engine {
     const known = this.plans.peek(request);
     const { gen, token } = known !== undefined && known.query.skiptoken === undefined ? this.newest() : this.generations.forQuery(request.text);
     const plan = this.plans.plan(request, statisticsOf(gen));
+    options.onPlan?.(plan);
     const sources = options.sources;
     const result = execute(plan, gen, {
       visible: rowVisibility(gen, gen.store.table(visibleAs), sources),

@@ -18,6 +18,10 @@ import { REPLICATED_RESOURCES } from '../replicate/sink.js';
 import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
+import type { ReplicationStatus } from '../service/health.js';
+import { normalizeOrigin, type CorsOptions } from '../service/cors.js';
+import { LOG_LEVELS, type AccessLogOptions, type LogLevel } from '../service/log.js';
+import type { MetricsOptions } from '../service/metrics.js';
 import { TestClock } from '../harness/clock.js';
 import { checkFaultRules } from '../harness/faults.js';
 import { Harness } from '../harness/harness.js';
@@ -42,6 +46,7 @@ const USAGE = `Usage:
                     [--now ISO-INSTANT] [--public-base-url URL] [--token-lifetime SECONDS]
                     [--replicate-from URL --replicate-token TOKEN [--replicate-every 60]]
                     [--admin-token TOKEN] [--faults FILE] [--limits FILE]
+                    [--cors-origin ORIGIN ...] [--metrics on|off|TOKEN] [--log-level info] [--log-format json|pretty]
       Serves the /v1 API (SERVICE.md §5) on the data set (default: the embedded one, with the demo
       accounts) and prints the URL and the demo credentials. --snapshot starts from a snapshot
       file (see snapshot) instead of loading a data directory. --postgres serves a PostgreSQL
@@ -61,6 +66,13 @@ const USAGE = `Usage:
       for data and service, frozen at --now (else running) and moved over /admin/clock; admin routes
       under /admin/ for Authorization: Bearer TOKEN (none without --admin-token); fault rules and a
       rate and limit profile from JSON files, checked at start. In-memory engine only.
+      GET /health and GET /ready (unauthenticated) answer liveness and readiness; GET /v1/openapi.json
+      describes every route. --cors-origin lets browser pages of ORIGIN (scheme://host[:port], or *)
+      call the API; repeat it or give a comma list. --metrics: GET /metrics (Prometheus) answers
+      clients on this host (on, the default), clients sending Authorization: Bearer TOKEN (a token
+      of at least 8 characters), or no one (off). The access log is one JSON line per request on
+      stdout (--log-format pretty: one human line); --log-level fatal|error|warn|info|debug|trace|silent
+      (default info; /health, /ready and /metrics requests log at debug).
   reso-engine query [--data DIR | --snapshot FILE | --postgres URL [--schema S]] [--resource Property|Media|OpenHouse]
                     [--sources A,B] [--now ISO-INSTANT] [--pretty] '<query string>'
       Runs one query (OData options, already percent-decoded, e.g. "$filter=City eq 'Tampa'&$top=5")
@@ -169,6 +181,30 @@ function harnessFile(file: string, flag: string, check: (input: unknown) => unkn
   const seed = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as { seed?: unknown }).seed : undefined;
   if (seed !== undefined && typeof seed !== 'string') throw new UsageError(`${flag} ${file}: "seed" is a string`);
   return { input, seed };
+}
+
+/** The service options of --cors-origin, --metrics, --log-level and --log-format. */
+function operationsOf(values: { 'cors-origin'?: string[]; metrics?: string; 'log-level'?: string; 'log-format'?: string }): {
+  cors?: CorsOptions;
+  metrics: MetricsOptions;
+  log: AccessLogOptions;
+} {
+  const origins = (values['cors-origin'] ?? []).flatMap((o) => o.split(',')).map((o) => o.trim());
+  for (const o of origins) {
+    if (o !== '*' && normalizeOrigin(o) === null)
+      throw new UsageError(`--cors-origin takes an origin such as https://app.example.com (no path) or *, got '${o}'`);
+  }
+  const m = values.metrics ?? 'on';
+  if (m !== 'on' && m !== 'off' && m.length < 8) throw new UsageError('--metrics takes on, off or a token of at least 8 characters');
+  const level = values['log-level'] ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level takes one of ${LOG_LEVELS.join(', ')}, got '${level}'`);
+  const format = values['log-format'] ?? 'json';
+  if (format !== 'json' && format !== 'pretty') throw new UsageError(`--log-format takes json or pretty, got '${format}'`);
+  return {
+    ...(origins.length > 0 ? { cors: { origins } } : {}),
+    metrics: m === 'on' ? {} : m === 'off' ? false : { token: m },
+    log: { level: level as LogLevel, format },
+  };
 }
 
 /** The distribution pg init / pg load flags ask for (undefined: none named). */
@@ -280,10 +316,15 @@ async function runServe(argv: string[]): Promise<number> {
       'admin-token': { type: 'string' },
       faults: { type: 'string' },
       limits: { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
+      metrics: { type: 'string', default: 'on' },
+      'log-level': { type: 'string', default: 'info' },
+      'log-format': { type: 'string', default: 'json' },
     },
     strict: true,
   });
   const port = positiveInteger(values.port, '--port', 0)!;
+  const ops = operationsOf(values);
   if (port > 65535) throw new UsageError(`--port takes 0-65535, got ${port}`);
   const from = values['replicate-from'];
   if (from === undefined && (values['replicate-token'] !== undefined || values['replicate-every'] !== undefined)) {
@@ -305,12 +346,18 @@ async function runServe(argv: string[]): Promise<number> {
   if (values['admin-token'] !== undefined && values['admin-token'].length < 8) throw new UsageError('--admin-token takes a token of at least 8 characters');
   // with the harness, one clock for data and service that the admin routes move: frozen at --now, else running
   const clock = harnessed ? new TestClock(values.now === undefined ? undefined : clockOption(values.now)!().getTime(), values.now !== undefined) : null;
+  const opening = performance.now();
   const engine = await openServedEngine(values, clock === null ? clockOption(values.now) : () => new Date(clock.now()), true);
+  const loadSeconds = Math.round(performance.now() - opening) / 1000;
+  // what /ready and /metrics report of --replicate-from, updated by each pass
+  let replicationStatus: ReplicationStatus | undefined =
+    from === undefined ? undefined : { from: serviceRoot(from), lastSuccessAt: null, lastError: null, passes: 0, failures: 0 };
   let server: Awaited<ReturnType<typeof serve>>;
   let listings: number;
   let harness: Harness | null = null;
   try {
-    const service = { publicBaseUrl: values['public-base-url'], tokenLifetimeSeconds };
+    const status = { loadSeconds, ...(replicationStatus === undefined ? {} : { replication: () => replicationStatus! }) };
+    const service = { publicBaseUrl: values['public-base-url'], tokenLifetimeSeconds, status, ...ops };
     if (clock !== null && engine instanceof Engine) {
       harness = Harness.create({
         engine,
@@ -342,9 +389,16 @@ async function runServe(argv: string[]): Promise<number> {
       `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
       (from === undefined ? '' : `replicating ${serviceRoot(from)} every ${every} s (log on stderr)\n`) +
       (values['admin-token'] === undefined ? '' : `admin routes: ${server.url}/admin/ (clock, reset, checkpoint, faults, limits, requests)\n`) +
+      `health: ${server.url}/health, readiness: ${server.url}/ready, API description: ${server.url}/v1/openapi.json` +
+      (ops.metrics === false
+        ? '\n'
+        : `, metrics: ${server.url}/metrics${ops.metrics.token === undefined ? ' (this host only)' : ' (with the metrics token)'}\n`) +
       'press Ctrl-C to stop\n',
   );
-  const replication = from === undefined || !(engine instanceof Engine) ? null : replicateInBackground(engine, from, replicateToken!, every);
+  const replication =
+    from === undefined || !(engine instanceof Engine)
+      ? null
+      : replicateInBackground(engine, from, replicateToken!, every, (status) => (replicationStatus = { ...replicationStatus!, ...status }));
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals): void => {
@@ -525,14 +579,23 @@ function describeRun(result: ReplicationResult, started: number): string {
  * next interval, never fatal). `stop` ends the loop, aborting a pass in flight (its requests and
  * retry waits; a change being applied finishes, so the engine holds whole pages only).
  */
-function replicateInBackground(engine: Engine, from: string, token: string, everySeconds: number): { stop(): Promise<void> } {
+function replicateInBackground(
+  engine: Engine,
+  from: string,
+  token: string,
+  everySeconds: number,
+  report: (status: Partial<ReplicationStatus>) => void,
+): { stop(): Promise<void> } {
   const sink = new EngineSink(engine);
   const abort = new AbortController();
   const { signal } = abort;
   const log = (line: string): boolean => process.stderr.write(`reso-engine: ${line}\n`);
   let reported = false;
+  let passes = 0;
+  let failures = 0;
   const pass = async (): Promise<void> => {
     const started = Date.now();
+    passes++;
     try {
       const result = await replicate({
         from,
@@ -544,9 +607,12 @@ function replicateInBackground(engine: Engine, from: string, token: string, ever
       const changed = REPLICATED_RESOURCES.some((r) => result.resources[r].upserted + result.resources[r].removed > 0);
       if (!reported || changed) log(`replicated ${result.from} ${describeRun(result, started)}`);
       reported = true;
+      report({ lastSuccessAt: started, lastError: null, passes, failures });
     } catch (err) {
       if (signal.aborted) return;
       const code = err instanceof QueryError ? `${err.code}: ` : '';
+      failures++;
+      report({ lastError: `${code}${err instanceof Error ? err.message : String(err)}`, passes, failures });
       log(`replication from ${from} failed: ${code}${err instanceof Error ? err.message : String(err)}; next attempt in ${everySeconds} s`);
     }
   };

@@ -18,7 +18,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { pipeline, Readable } from 'node:stream';
 import { errorObject, ServiceError, statusOf } from '../service/errors.js';
 import { serviceHandlerOf, type ServiceHandler } from '../service/handler.js';
-import { RAW_TARGET, rawQueryOf, tooLarge, type ServiceRequest } from '../service/request.js';
+import { RAW_TARGET, REMOTE_ADDRESS, rawQueryOf, tooLarge, type ServiceRequest } from '../service/request.js';
 import { errorResponse, ODATA_VERSION, JSON_TYPE, type ServiceResponse } from '../service/respond.js';
 
 export type RequestHandler = (request: Request) => Promise<Response>;
@@ -75,6 +75,7 @@ function requestOf(req: IncomingMessage, origin: string, signal: AbortSignal): R
     ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
   });
   Object.defineProperty(request, RAW_TARGET, { value: target });
+  Object.defineProperty(request, REMOTE_ADDRESS, { value: req.socket.remoteAddress });
   return request;
 }
 
@@ -182,6 +183,7 @@ function serviceRequestOfNode(req: IncomingMessage, serverOrigin: string): Servi
       return value;
     },
     text: (limit) => (method === 'GET' || method === 'HEAD' ? Promise.resolve('') : readNodeBody(req, limit)),
+    remoteAddress: req.socket.remoteAddress,
   };
 }
 

@@ -108,6 +108,23 @@ export class PostgresEngine {
     }
   }
 
+  /**
+   * The pool (connections open, idle, and callers waiting for one) and whether the database
+   * answers a `SELECT 1`: what the service's readiness route reports.
+   */
+  async health(): Promise<{ ok: boolean; pool: { total: number; idle: number; waiting: number }; latencyMs: number; error?: string }> {
+    const started = performance.now();
+    let error: string | undefined;
+    try {
+      await this.pool.query('SELECT 1');
+    } catch (e) {
+      error = (e as Error).message;
+    }
+    const pool = { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+    const latencyMs = Math.round((performance.now() - started) * 10) / 10;
+    return error === undefined ? { ok: true, pool, latencyMs } : { ok: false, pool, latencyMs, error };
+  }
+
   /** Closes the connection pool. */
   close(): Promise<void> {
     return this.pool.end();

@@ -30,6 +30,8 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   // 401: no usable credentials
   MissingToken: 401,
   InvalidToken: 401,
+  // 403: the client may not use this path (/metrics from another host)
+  Forbidden: 403,
   // 404: no such path or entity
   NotFound: 404,
   EntityNotFound: 404,

@@ -8,7 +8,7 @@
  * The engine is the in-memory one or the PostgreSQL backend's (`ServiceEngine`): every call to it
  * is awaited, and a backend that cannot answer (BackendUnavailable) is a 503 with Retry-After.
  */
-import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import {
   contextFragment,
   NAVIGATION_PROPERTIES,
@@ -52,11 +52,18 @@ import {
   recordsBody,
   textResponse,
   toResponse,
+  whenSent,
   TEXT_TYPE,
   XML_TYPE,
   type ServiceResponse,
 } from './respond.js';
 import { encodeResponse } from './encoding.js';
+import { HealthRoutes, type StatusSources } from './health.js';
+import { Cors, type CorsOptions } from './cors.js';
+import { withValidators } from './etag.js';
+import { Metrics, routeOf, type MetricsOptions, type RequestFacts } from './metrics.js';
+import { accessLogger, isLogger, logAccess, logDefect, optionNamesOf, requestIdOf, type AccessLogOptions } from './log.js';
+import { openApiResponse } from './openapi.js';
 
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -119,7 +126,15 @@ export interface HandlerOptions {
   readonly limits?: Partial<Limits>;
   /** The clock of tokens, throttles and rate limits, epoch ms (default Date.now). Data uses the engine's clock. */
   readonly clock?: () => number;
-  /** Where defects (500s) are reported, with the request id their response names. Default: stderr. */
+  /** What /ready and /metrics report besides the engine (the background replication of `serve --replicate-from`). */
+  readonly status?: StatusSources;
+  /** Origins whose browser pages may call the service (CORS); none by default. */
+  readonly cors?: CorsOptions;
+  /** `GET /metrics`: on for loopback clients by default; `{ token }`: for clients sending that bearer token; false: off. */
+  readonly metrics?: MetricsOptions;
+  /** The access log (one JSON line per request): pino options, or a pino Logger; off by default. */
+  readonly log?: AccessLogOptions | Logger | false;
+  /** Where defects (500s) are reported, with the request id their response names. Default: the access log when there is one, else stderr. */
   readonly onError?: (error: unknown, requestId: string) => void;
 }
 
@@ -168,10 +183,14 @@ export function createHandler(options: HandlerOptions): Handler {
   const tokens = new TokenStore(lifetimeSeconds * 1000, clock, rate?.burst ?? 0);
   const throttle = options.loginThrottle === false ? null : new LoginThrottle(options.loginThrottle ?? {}, clock);
   const publicBase = normalizeBase(options.publicBaseUrl);
-  const onError = options.onError ?? defaultOnError;
+  const log = options.log === undefined || options.log === false ? null : isLogger(options.log) ? options.log : accessLogger(options.log);
+  const onError = options.onError ?? (log === null ? defaultOnError : (error: unknown, id: string) => logDefect(log, error, id));
+  const cors = options.cors === undefined ? null : new Cors(options.cors);
+  const metrics = options.metrics === false ? null : new Metrics(options.metrics ?? {}, engine, options.status ?? {}, clock);
   /** Logins of one username run one at a time, so a burst cannot slip past the throttle. */
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
+  const health = new HealthRoutes(engine, options.status ?? {}, clock);
 
   async function token(request: ServiceRequest): Promise<ServiceResponse> {
     if (request.method !== 'POST')
@@ -267,13 +286,26 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  async function collection(resource: QueryResource, request: ServiceRequest, session: Session, decoded: string, base: string, version: ODataVersion) {
+  async function collection(
+    resource: QueryResource,
+    request: ServiceRequest,
+    session: Session,
+    decoded: string,
+    base: string,
+    version: ODataVersion,
+    facts: RequestFacts,
+  ) {
     const prefer = maxPageSizeOf(request.header('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
-    return envelopeResponse(
-      await engine.query(resource, decoded, { sources: session.sources, maxPageSize: applied, base: `${base}${DATA_PREFIX}/`, odataVersion: version }),
-      applied,
-    );
+    const result = await engine.query(resource, decoded, {
+      sources: session.sources,
+      maxPageSize: applied,
+      base: `${base}${DATA_PREFIX}/`,
+      odataVersion: version,
+      onPlan: (plan) => (facts.plan = plan.access.kind),
+    });
+    facts.rows = result.value.length;
+    return envelopeResponse(result, applied);
   }
 
   /**
@@ -283,7 +315,16 @@ export function createHandler(options: HandlerOptions): Handler {
    * `UnknownNavigationProperty` for a name Property does not have, 404 `EntityNotFound` for a
    * listing the account does not see.
    */
-  async function navigation(literal: string, name: string, request: ServiceRequest, session: Session, decoded: string, base: string, version: ODataVersion) {
+  async function navigation(
+    literal: string,
+    name: string,
+    request: ServiceRequest,
+    session: Session,
+    decoded: string,
+    base: string,
+    version: ODataVersion,
+    facts: RequestFacts,
+  ) {
     const key = parseKey('Property', literal);
     const reference = PROPERTY_REFERENCES.find((r) => r.name === name);
     if (reference !== undefined) {
@@ -303,7 +344,9 @@ export function createHandler(options: HandlerOptions): Handler {
       maxPageSize: applied,
       base: `${base}${DATA_PREFIX}/`,
       odataVersion: version,
+      onPlan: (plan) => (facts.plan = plan.access.kind),
     });
+    facts.rows = result.value.length;
     return envelopeResponse(result, applied);
   }
 
@@ -501,10 +544,13 @@ export function createHandler(options: HandlerOptions): Handler {
     return textResponse(200, xml, XML_TYPE);
   }
 
-  async function route(request: ServiceRequest, negotiated: Negotiated): Promise<ServiceResponse> {
+  async function route(request: ServiceRequest, negotiated: Negotiated, facts: RequestFacts): Promise<ServiceResponse> {
     const raw = request.rawQuery;
     checkQueryLength(raw, limits);
     const path = request.path;
+    if (path === '/health' || path === '/ready') return health.answer(path, request.method);
+    if (path === '/metrics' && metrics !== null) return metrics.answer(request);
+    if (path === '/v1/openapi.json') return openApiResponse(request.method);
     const declared = request.header('content-length');
     const bodyLimit = bodyLimitOf(request, path);
     if (declared !== null && Number(declared) > bodyLimit) {
@@ -515,6 +561,7 @@ export function createHandler(options: HandlerOptions): Handler {
     if (path === '/v1/token') return token(request);
     if (path !== '/v1' && !path.startsWith('/v1/')) throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
     const session = authenticate(request);
+    facts.account = session.username;
 
     const read = (allow = READ_METHODS): void => {
       const methods = allow.split(', ');
@@ -549,7 +596,7 @@ export function createHandler(options: HandlerOptions): Handler {
       if (COLLECTIONS.has(segment)) {
         if (session.admin && request.method === 'POST' && WRITABLE.has(segment)) return upsertRecords(segment as WritableResource, request, session, raw);
         read(session.admin && WRITABLE.has(segment) ? COLLECTION_METHODS_ADMIN : READ_METHODS);
-        return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base, version);
+        return collection(segment as QueryResource, request, session, decodeQueryOptions(raw), base, version, facts);
       }
       const counted = /^(Property|Media|OpenHouse|Member|Office|Lookup|EntityEvent)\/\$count$/.exec(segment);
       if (counted) {
@@ -564,7 +611,7 @@ export function createHandler(options: HandlerOptions): Handler {
       const navigated = /^Property\((.*)\)\/([^/]*)$/s.exec(segment);
       if (navigated) {
         read();
-        return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base, version);
+        return navigation(navigated[1], navigated[2], request, session, decodeQueryOptions(raw), base, version, facts);
       }
       const keyed = /^(Property|Media|OpenHouse|Member|Office|Lookup|EntityEvent)\((.*)\)$/s.exec(segment);
       if (keyed) {
@@ -572,6 +619,7 @@ export function createHandler(options: HandlerOptions): Handler {
         const writable = session.admin && WRITABLE.has(resource);
         if (writable && request.method === 'DELETE') return removeRecord(resource as WritableResource, keyed[2], session, raw);
         read(writable ? ENTITY_METHODS_ADMIN : READ_METHODS);
+        facts.plan = 'key';
         return entity(resource, keyed[2], session, decodeQueryOptions(raw), base, version);
       }
     }
@@ -579,30 +627,59 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   const service: ServiceHandler = async (request) => {
-    let response: ServiceResponse;
+    const started = performance.now();
+    const requestId = requestIdOf(request);
+    const facts: RequestFacts = { account: null, plan: null, rows: null, errorCode: null };
     const negotiated = negotiate(request);
-    try {
-      response = await route(request, negotiated);
-    } catch (error) {
-      if (error instanceof QueryError && statusOf(error) !== 500) {
-        response = errorResponse(error);
-      } else {
-        const id = randomUUID();
-        try {
-          onError(error, id);
-        } catch {
-          // a failing logger must not turn a 500 into a crash
-        }
-        response = jsonResponse(
-          500,
-          { error: { code: 'InternalError', message: `The service failed on this request; it was logged with request id ${id}.` } },
-          { 'X-Request-Id': id },
-        );
+    let response = cors?.preflight(request) ?? null;
+    if (response === null) {
+      try {
+        response = await route(request, negotiated, facts);
+      } catch (error) {
+        response = failure(error, requestId);
+        facts.errorCode = error instanceof QueryError ? error.code : 'InternalError';
       }
     }
     response.headers['OData-Version'] = negotiated.version;
-    return encodeResponse(response, request.header('accept-encoding'), request.method);
+    response.headers['X-Request-Id'] = requestId;
+    response = await encodeResponse(withValidators(request, response, negotiated.version), request.header('accept-encoding'), request.method);
+    cors?.decorate(request, response.headers);
+    if (metrics === null && log === null) return response;
+    const { status } = response;
+    return whenSent(response, (bytes) => {
+      const seconds = (performance.now() - started) / 1000;
+      const name = routeOf(request.path);
+      metrics?.observe(name, request.method, status, seconds, bytes, facts);
+      if (log !== null) {
+        logAccess(log, {
+          reqId: requestId,
+          method: request.method,
+          path: request.path,
+          options: optionNamesOf(request.rawQuery),
+          route: name.route,
+          resource: name.resource,
+          account: facts.account,
+          status,
+          durationMs: Math.round(seconds * 1e6) / 1000,
+          bytes,
+          plan: facts.plan,
+          rows: facts.rows,
+        });
+      }
+    });
   };
+
+  /** The response of an error: its coded answer, or for a defect a 500 naming the request id it was reported under. */
+  function failure(error: unknown, requestId: string): ServiceResponse {
+    if (error instanceof QueryError && statusOf(error) !== 500) return errorResponse(error);
+    try {
+      onError(error, requestId);
+    } catch {
+      // a failing logger must not turn a 500 into a crash
+    }
+    return jsonResponse(500, { error: { code: 'InternalError', message: `The service failed on this request; it was logged with request id ${requestId}.` } });
+  }
+
   const handler: Handler = async (request) => toResponse(await service(serviceRequestOf(request)));
   return Object.defineProperty(handler, SERVICE_HANDLER, { value: service });
 }

@@ -23,6 +23,8 @@ export interface ServiceRequest {
   header(name: string): string | null;
   /** The body as text, refusing more than `limit` bytes (413) without reading past it. */
   text(limit: number): Promise<string>;
+  /** The client's IP address when the runtime tells it (node:http does), else undefined. */
+  readonly remoteAddress?: string;
 }
 
 /** The ServiceRequest of a WHATWG Request. */
@@ -35,6 +37,7 @@ export function serviceRequestOf(request: Request): ServiceRequest {
     origin: url.origin,
     header: (name) => request.headers.get(name),
     text: (limit) => readBody(request, limit),
+    remoteAddress: remoteAddressOf(request),
   };
 }
 
@@ -55,6 +58,17 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({ maxQueryStringBytes: 16_38
  * never sent; node:http knows the raw target and attaches it under this symbol.
  */
 export const RAW_TARGET: unique symbol = Symbol.for('reso-engine.rawTarget');
+
+/**
+ * Where the node:http adapter leaves the client's address on a Request it builds (for a handler
+ * that is not `createHandler`'s, such as the test harness's, which passes the Request on to it).
+ */
+export const REMOTE_ADDRESS: unique symbol = Symbol.for('reso-engine.remoteAddress');
+
+function remoteAddressOf(request: Request): string | undefined {
+  const address = (request as Request & { [REMOTE_ADDRESS]?: unknown })[REMOTE_ADDRESS];
+  return typeof address === 'string' ? address : undefined;
+}
 
 /** The raw query string of a request without its `?` (as the client sent it, still encoded). */
 function rawQueryOfRequest(request: Request): string {

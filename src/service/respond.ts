@@ -7,7 +7,7 @@
  * other runtime. Content-coding (`Accept-Encoding`) is applied here too, so both see the same
  * bytes.
  */
-import { Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import type { JsonValue } from '../store/columns.js';
 import { errorObject, headersOf, statusOf } from './errors.js';
 import type { QueryError } from '../errors.js';
@@ -88,4 +88,35 @@ export function toResponse(response: ServiceResponse): Response {
   if (body === null) return new Response(null, { status, headers });
   if (body instanceof Uint8Array) return new Response(body, { status, headers });
   return new Response(Readable.toWeb(body) as ReadableStream<Uint8Array>, { status, headers });
+}
+
+/**
+ * The response with `done(bytes)` called once its body has been handed on: at once for a byte
+ * array (or no body), and for a stream when its last chunk has been read or it was cut short
+ * (bytes so far). A stream is counted through a pass-through, which keeps its backpressure.
+ */
+export function whenSent(response: ServiceResponse, done: (bytes: number) => void): ServiceResponse {
+  const { body } = response;
+  if (!(body instanceof Readable)) {
+    done(body === null ? 0 : body.byteLength);
+    return response;
+  }
+  let bytes = 0;
+  let reported = false;
+  const report = (): void => {
+    if (!reported) {
+      reported = true;
+      done(bytes);
+    }
+  };
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.byteLength;
+      callback(null, chunk);
+    },
+  });
+  counter.once('end', report);
+  counter.once('close', report);
+  pipeline(body, counter, () => undefined);
+  return { status: response.status, headers: response.headers, body: counter };
 }
