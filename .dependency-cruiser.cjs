@@ -23,6 +23,7 @@ const LAYERS = [
   'engine.ts',
   'replicate/',
   'service/',
+  'harness/',
   'adapters/',
   'index.ts',
 ];

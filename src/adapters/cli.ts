@@ -3,6 +3,9 @@
  * The `reso-engine` command line. Each subcommand validates its arguments and calls the library;
  * errors are one line on stderr and exit code 2 (usage) or 1 (failure), never a stack trace.
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Engine, DEFAULT_DATA_DIR, type PostgresEngine, type QueryResource } from '../engine.js';
@@ -15,6 +18,10 @@ import { REPLICATED_RESOURCES } from '../replicate/sink.js';
 import { serviceRoot } from '../replicate/upstream.js';
 import { Accounts } from '../service/accounts.js';
 import { createHandler } from '../service/handler.js';
+import { TestClock } from '../harness/clock.js';
+import { checkFaultRules } from '../harness/faults.js';
+import { Harness } from '../harness/harness.js';
+import { checkLimits } from '../harness/limits.js';
 import { DEFAULT_PG_SCHEMA, Layout } from '../pg/layout.js';
 import { openPool, shownUrl } from '../pg/connect.js';
 import { checkDistribution, type Distribution } from '../pg/distribution.js';
@@ -31,6 +38,7 @@ const USAGE = `Usage:
   reso-engine serve [--data DIR | --snapshot FILE | --postgres URL [--schema S]] [--port 8080] [--host 127.0.0.1]
                     [--now ISO-INSTANT] [--public-base-url URL] [--token-lifetime SECONDS]
                     [--replicate-from URL --replicate-token TOKEN [--replicate-every 60]]
+                    [--admin-token TOKEN] [--faults FILE] [--limits FILE]
       Serves the /v1 API (SERVICE.md §5) on the data set (default: the embedded one, with the demo
       accounts) and prints the URL and the demo credentials. --snapshot starts from a snapshot
       file (see snapshot) instead of loading a data directory. --postgres serves a PostgreSQL
@@ -46,6 +54,10 @@ const USAGE = `Usage:
       interval. The state is in memory: each start begins with a full pass. TOKEN: as for
       replicate (RESO_ENGINE_TOKEN too); an expired token fails every pass until a restart.
       Not with --postgres.
+      --admin-token, --faults and --limits make it a test stand-in (docs/test-harness.md): one clock
+      for data and service, frozen at --now (else running) and moved over /admin/clock; admin routes
+      under /admin/ for Authorization: Bearer TOKEN (none without --admin-token); fault rules and a
+      rate and limit profile from JSON files, checked at start. In-memory engine only.
   reso-engine query [--data DIR | --snapshot FILE | --postgres URL [--schema S]] [--resource Property|Media|OpenHouse]
                     [--sources A,B] [--now ISO-INSTANT] [--pretty] '<query string>'
       Runs one query (OData options, already percent-decoded, e.g. "$filter=City eq 'Tampa'&$top=5")
@@ -135,6 +147,25 @@ function positiveInteger(text: string | undefined, name: string, min = 1): numbe
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < min) throw new UsageError(`${name} takes an integer of at least ${min}, got '${text}'`);
   return n;
+}
+
+/** A JSON file of the harness (fault rules, a limits profile), checked: a bad one is a usage error naming the file. */
+function harnessFile(file: string, flag: string, check: (input: unknown) => unknown): { input: unknown; seed?: string } {
+  let input: unknown;
+  try {
+    input = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch (err) {
+    throw new UsageError(`${flag} ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : (err as Error).message}`, { cause: err });
+  }
+  try {
+    check(input);
+  } catch (err) {
+    const details = err instanceof QueryError && err.details !== undefined ? err.details.map((d) => `\n  ${d.target ?? ''}: ${d.message}`).join('') : '';
+    throw new UsageError(`${flag} ${file}: ${(err as Error).message}${details}`, { cause: err });
+  }
+  const seed = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as { seed?: unknown }).seed : undefined;
+  if (seed !== undefined && typeof seed !== 'string') throw new UsageError(`${flag} ${file}: "seed" is a string`);
+  return { input, seed };
 }
 
 /** The distribution pg init / pg load flags ask for (undefined: none named). */
@@ -230,6 +261,9 @@ async function runServe(argv: string[]): Promise<number> {
       'replicate-from': { type: 'string' },
       'replicate-token': { type: 'string' },
       'replicate-every': { type: 'string' },
+      'admin-token': { type: 'string' },
+      faults: { type: 'string' },
+      limits: { type: 'string' },
     },
     strict: true,
   });
@@ -246,11 +280,34 @@ async function runServe(argv: string[]): Promise<number> {
   if (from !== undefined) serviceRoot(from); // a malformed URL fails now, not at every pass
   if (from !== undefined && values.postgres !== undefined) throw new UsageError('--replicate-from replicates into the in-memory engine, not with --postgres');
   const tokenLifetimeSeconds = positiveInteger(values['token-lifetime'], '--token-lifetime');
-  const engine = await openServedEngine(values, clockOption(values.now), true);
+  const harnessed = values['admin-token'] !== undefined || values.faults !== undefined || values.limits !== undefined;
+  if (harnessed && values.postgres !== undefined) throw new UsageError('--admin-token, --faults and --limits serve the in-memory engine, not --postgres');
+  if (harnessed && from !== undefined)
+    throw new UsageError('--admin-token, --faults and --limits do not go with --replicate-from (a reset would drop the replica)');
+  const faults = values.faults === undefined ? undefined : harnessFile(values.faults, '--faults', checkFaultRules);
+  const limits = values.limits === undefined ? undefined : harnessFile(values.limits, '--limits', checkLimits);
+  if (values['admin-token'] !== undefined && values['admin-token'].length < 8) throw new UsageError('--admin-token takes a token of at least 8 characters');
+  // with the harness, one clock for data and service that the admin routes move: frozen at --now, else running
+  const clock = harnessed ? new TestClock(values.now === undefined ? undefined : clockOption(values.now)!().getTime(), values.now !== undefined) : null;
+  const engine = await openServedEngine(values, clock === null ? clockOption(values.now) : () => new Date(clock.now()), true);
   let server: Awaited<ReturnType<typeof serve>>;
   let listings: number;
+  let harness: Harness | null = null;
   try {
-    const handler = createHandler({ engine, publicBaseUrl: values['public-base-url'], tokenLifetimeSeconds });
+    const service = { publicBaseUrl: values['public-base-url'], tokenLifetimeSeconds };
+    if (clock !== null && engine instanceof Engine) {
+      harness = Harness.create({
+        engine,
+        clock,
+        workDir: mkdtempSync(path.join(os.tmpdir(), 'reso-engine-serve-')),
+        service,
+        faults: faults?.input,
+        seed: faults?.seed,
+        limits: limits?.input,
+        adminToken: values['admin-token'],
+      });
+    }
+    const handler = harness !== null ? harness.handle : createHandler({ engine, ...service });
     listings = engine instanceof Engine ? engine.store.Property.rowCount : await engine.count('Property', '');
     server = await serve(handler, { port, host: values.host });
   } catch (err) {
@@ -268,6 +325,7 @@ async function runServe(argv: string[]): Promise<number> {
       (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
       `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
       (from === undefined ? '' : `replicating ${serviceRoot(from)} every ${every} s (log on stderr)\n`) +
+      (values['admin-token'] === undefined ? '' : `admin routes: ${server.url}/admin/ (clock, reset, checkpoint, faults, limits, requests)\n`) +
       'press Ctrl-C to stop\n',
   );
   const replication = from === undefined || !(engine instanceof Engine) ? null : replicateInBackground(engine, from, replicateToken!, every);
@@ -281,6 +339,7 @@ async function runServe(argv: string[]): Promise<number> {
       stopping = true;
       process.stderr.write(`reso-engine: ${signal}, finishing requests in flight ...\n`);
       Promise.all([server.close(), replication?.stop()])
+        .then(() => harness?.close())
         .then(() => (engine instanceof Engine ? undefined : engine.close()))
         .then(
           () => {

@@ -94,10 +94,12 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
     void reader.cancel().catch(() => undefined);
   };
   res.once('close', onClose);
+  let wrote = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone) break;
+      wrote = true;
       if (!res.write(value)) {
         await new Promise<void>((resolve) => {
           const go = (): void => {
@@ -112,6 +114,9 @@ async function writeResponse(response: Response, req: IncomingMessage, res: Serv
     }
     if (!gone) res.end();
   } catch (error) {
+    // a body that fails midway arrives truncated: what was written goes out before the connection
+    // is cut (one that fails before its first byte closes the connection with no response at all)
+    if (wrote && !gone) await new Promise<void>((resolve) => res.write('', () => resolve()));
     res.destroy(error instanceof Error ? error : new Error(String(error)));
   } finally {
     res.off('close', onClose);

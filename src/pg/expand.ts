@@ -251,10 +251,11 @@ function stringLiteral(value: string): string {
 }
 
 /** A filter context over the child alias: children and the roster have no search fields. */
-function filterContext(schema: TableSchema, params: Params, nowMs: number): FilterContext {
+function filterContext(schema: TableSchema, layout: Layout, params: Params, nowMs: number): FilterContext {
   return {
     schema,
     alias: C,
+    table: layout.table(schema.resource),
     params,
     nowMs,
     search: () => {
@@ -280,7 +281,7 @@ async function expandChildren(e: BoundExpansion, parents: readonly ExpandParent[
   if (parents.length === 0 || e.top === 0) return out;
   const schema = ctx.schemaOf(e.resource);
   const params = new Params();
-  const fc = filterContext(schema, params, ctx.nowMs);
+  const fc = filterContext(schema, ctx.layout, params, ctx.nowMs);
   // the parents of each key (a page names a listing once, but nothing here depends on it)
   const parentsOf = new Map<string, number[]>();
   parents.forEach((p, i) => parentsOf.set(p.key, [...(parentsOf.get(p.key) ?? []), i]));
@@ -319,7 +320,7 @@ async function expandReference(e: BoundExpansion, field: string, parents: readon
   if (keys.length === 0) return named.map(() => null);
   const schema = ctx.schemaOf(e.resource);
   const params = new Params();
-  const fc = filterContext(schema, params, ctx.nowMs);
+  const fc = filterContext(schema, ctx.layout, params, ctx.nowMs);
   const key = `${C}.${column({ name: schema.key })}`;
   const conditions = [`${key} = ANY(${params.add(keys, 'text[]')})`];
   const visible = sourceCondition(schema, C, ctx.sources, params);

@@ -39,7 +39,7 @@ import type { ArithmeticOperator, CompareOperator } from '../odata/ast.js';
 import type { Bound, Value, ValueType } from '../plan/bound.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { isIntegerType, type FieldDef } from '../schema/types.js';
-import { column, isStored, quote, utf16Order } from './layout.js';
+import { column, isStored, quote, SHARDED_RESOURCES, shardColumn, utf16Order } from './layout.js';
 
 export { utf16Order };
 import type { Params } from './sql.js';
@@ -49,6 +49,8 @@ export interface FilterContext {
   readonly schema: TableSchema;
   /** The table alias in the statement, e.g. 't' (columns are `${alias}.${column(f)}`). */
   readonly alias: string;
+  /** The resource's table (a lambda holding a lambda reads the row from it again, joined on its key). */
+  readonly table: string;
   /** Every literal goes here. */
   readonly params: Params;
   /** The engine clock: now(), DaysOnMarket. */
@@ -260,6 +262,30 @@ function mulSmallConstant(x: string, c: number): string {
  */
 const FENCE = 'ORDER BY NOT true';
 
+/** Whether a lambda's predicate holds a lambda with a predicate of its own (a subquery). */
+function holdsLambda(b: Bound): boolean {
+  switch (b.kind) {
+    case 'lambda':
+      return b.predicate !== null;
+    case 'call':
+      return b.args.some(holdsLambda);
+    case 'compare':
+    case 'and':
+    case 'or':
+    case 'arith':
+      return holdsLambda(b.left) || holdsLambda(b.right);
+    case 'not':
+    case 'negate':
+      return holdsLambda(b.operand);
+    case 'in':
+      return holdsLambda(b.left);
+    case 'member':
+      return holdsLambda(b.value);
+    default:
+      return false;
+  }
+}
+
 /**
  * Values computed in order, each a column of a level of one chain of FROM subqueries (a level
  * reads the ones below it and the outer row), the first level without FROM (or over the given
@@ -298,8 +324,8 @@ class Stages {
     return name;
   }
 
-  /** The rows of `result`, an expression over the values: `SELECT <result> FROM <chain>`. */
-  rows(result: string): string {
+  /** The rows of `result`, an expression over the values: `SELECT <result> FROM <chain> [WHERE <conditions>]`. */
+  rows(result: string, conditions: readonly string[] = []): string {
     let from = '';
     for (let i = 0; i < this.levels.length; i++) {
       const columns = this.levels[i] ?? [];
@@ -310,7 +336,8 @@ class Stages {
       const below = quote(`#${this.id}L${i - 1}`);
       from = `(SELECT ${[`${below}.*`, ...columns].join(', ')} FROM ${from} AS ${below} ${FENCE})`;
     }
-    return `SELECT ${result} FROM ${from} AS ${quote(`#${this.id}L${this.levels.length - 1}`)}`;
+    const where = conditions.length ? ` WHERE ${conditions.join(' AND ')}` : '';
+    return `SELECT ${result} FROM ${from} AS ${quote(`#${this.id}L${this.levels.length - 1}`)}${where}`;
   }
 
   /** The scalar subquery of `result` (without FROM, one row). */
@@ -996,8 +1023,19 @@ class Compiler {
     // The predicate over each element, computed in a chain over unnest (its first level), and
     // three-valued as the in-memory loop: `true = ANY` is true for a true, else null for a null,
     // else false (none: false); `true = ALL` false for a false, else null for a null, else true.
+    // A predicate holding a lambda holds a subquery, which Citus refuses in a level that reads no
+    // distributed table (only `unnest`): that chain reads the row again from its table, joined to
+    // the row on its key and its distribution column, so that every level reads the table.
     const alias = quote(this.next('#l'));
-    const st = new Stages(this.next('s'), `unnest(${col}) AS ${alias}(x)`);
+    const id = this.next('s');
+    const nested = holdsLambda(p);
+    const row = quote(`#r${id}`);
+    const onRow = nested ? this.keyColumns().map((c) => ({ own: `${row}.${c}`, outer: `${this.ctx.alias}.${c}` })) : [];
+    const st = new Stages(
+      id,
+      nested ? `${this.ctx.table} AS ${row} CROSS JOIN unnest(${row}.${column(b.collection)}) AS ${alias}(x)` : `unnest(${col}) AS ${alias}(x)`,
+    );
+    const joined = onRow.map((k) => `${st.let(k.own)} = ${k.outer}`);
     const element = st.let(`${alias}.x`);
     const saved = this.vars.get(b.variable);
     const outer = this.st;
@@ -1011,7 +1049,16 @@ class Compiler {
       if (saved === undefined) this.vars.delete(b.variable);
       else this.vars.set(b.variable, saved);
     }
-    return `(true = ${b.op === 'any' ? 'ANY' : 'ALL'} (${st.rows(test)}))`;
+    return `(true = ${b.op === 'any' ? 'ANY' : 'ALL'} (${st.rows(test, joined)}))`;
+  }
+
+  /** The columns that find a row of the resource's table: its key, and for a table spread by listing the listing key too (its distribution column). */
+  private keyColumns(): string[] {
+    const resource = this.ctx.schema.resource;
+    const key = column({ name: this.ctx.schema.key });
+    if (!SHARDED_RESOURCES.includes(resource)) return [key];
+    const shard = column({ name: shardColumn(resource) });
+    return shard === key ? [key] : [key, shard];
   }
 
   private geo(node: Extract<Bound, { kind: 'geo' }>): string {

@@ -50,7 +50,7 @@ interface Scope {
   readonly schema: TableSchema;
   readonly params: Params;
   readonly filter: FilterContext;
-  /** `FROM <table> t <joins>` */
+  /** `FROM <table> t`: the rows (what a relevance order joins is added by `scoredFrom`) */
   readonly from: string;
   /** WHERE conditions (ANDed), visibility included. */
   readonly where: string[];
@@ -78,15 +78,29 @@ export function visibilitySql(resource: ResourceName, alias: string, ctx: Pick<R
   return `EXISTS (SELECT 1 FROM ${ctx.layout.table('Property')} p WHERE p."ListingKey" = ${alias}.${column({ name: def.parent.field })} AND ${property})${linkable}`;
 }
 
+/** The ordinals of the search.text calls every matching row passes: conjuncts of the filter's top-level `and`s. */
+function conjunctSearches(b: Bound | null, out = new Set<number>()): Set<number> {
+  if (b?.kind === 'search') out.add(b.ordinal);
+  else if (b?.kind === 'and') {
+    conjunctSearches(b.left, out);
+    conjunctSearches(b.right, out);
+  }
+  return out;
+}
+
 async function scopeOf(plan: Plan, ctx: RunContext): Promise<Scope> {
   const resource = plan.resource;
   const schema = ctx.schemaOf(resource);
   const params = new Params();
   const searches = new Map<number, SearchSql>();
-  for (const node of plan.searches) searches.set(node.ordinal, await prepareSearchSql(ctx.db, ctx.layout, node, ALIAS, params, node.ordinal));
+  const required = conjunctSearches(plan.filter);
+  for (const node of plan.searches) {
+    searches.set(node.ordinal, await prepareSearchSql(ctx.db, ctx.layout, node, ALIAS, params, node.ordinal, required.has(node.ordinal)));
+  }
   const filter: FilterContext = {
     schema,
     alias: ALIAS,
+    table: ctx.layout.table(resource),
     params,
     nowMs: ctx.nowMs,
     search: (node: SearchNode) => searches.get(node.ordinal)!.test,
@@ -117,9 +131,14 @@ async function scopeOf(plan: Plan, ctx: RunContext): Promise<Scope> {
     // WHERE keeps the rows where it is TRUE (not NULL, not FALSE): the filter as it is, so the planner sees its index conditions
     if (plan.filter !== null) where.push(`(${compileFilter(plan.filter, filter)})`);
   }
-  const joins = [...searches.values()].map((s) => s.join).filter((j) => j !== '');
   const table = children !== null ? children.from : `${ctx.layout.table(resource)} ${ALIAS}`;
-  return { schema, params, filter, from: `FROM ${table}${joins.length ? ` ${joins.join(' ')}` : ''}`, where, searches, children };
+  return { schema, params, filter, from: `FROM ${table}`, where, searches, children };
+}
+
+/** The scope's FROM with the joins of the search scores read so far (read it after the statement's order and conditions). */
+function scoredFrom(scope: Scope): string {
+  const joins = [...scope.searches.values()].map((s) => s.join).filter((j) => j !== '');
+  return joins.length ? `${scope.from} ${joins.join(' ')}` : scope.from;
 }
 
 function whereOf(where: readonly string[]): string {
@@ -293,7 +312,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   const refColumns = refs.map((f) => (scope.schema.field(f) === undefined ? 'NULL::text' : `${ALIAS}.${column({ name: f })}`));
   const select = [`${count}`, `${ALIAS}.${column({ name: scope.schema.key })}`, ...keys.map((k) => `(${k.sql})::text`), ...refColumns, reader.columns];
   const offset = keyset === null ? page.skip : 0;
-  const sql = `SELECT ${select.join(', ')} ${scope.from}${whereOf(where)} ORDER BY ${ordering.orderBy} LIMIT ${page.rows + 1}${offset > 0 ? ` OFFSET ${offset}` : ''}`;
+  const sql = `SELECT ${select.join(', ')} ${scoredFrom(scope)}${whereOf(where)} ORDER BY ${ordering.orderBy} LIMIT ${page.rows + 1}${offset > 0 ? ` OFFSET ${offset}` : ''}`;
   const result = await arrayRows(ctx.db, sql, scope.params.valuesOf(sql));
   const rows = result.slice(0, page.rows);
   const total = result.length ? (result[0][0] as number | null) : null;

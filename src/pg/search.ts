@@ -7,7 +7,7 @@
  * frequencies in `S#tokens`, `S#length`), with the operations in the order of bm25.ts's termScore,
  * so the float8 results are the same IEEE doubles the in-memory engine computes.
  *
- * Row SQL: no join, two expressions over the row's `S#tokens` and `S#length`.
+ * Row SQL: the test is an expression over the row's `S#tokens`; the score is one too, or a join.
  * - The test: `S#tokens @> words` when every term must match exactly, `&&` when one term is
  *   enough, else `&&` and the count of terms whose words the row holds (`tokens && term's words`
  *   per term) against min_matches. The GIN index on `S#tokens` answers the `@>` / `&&` part.
@@ -15,13 +15,13 @@
  *   exact word (every field but the address one, and address queries with no expansion): one
  *   termScore per term, each tf read once by array_positions, summed in query-term order; a term
  *   the row lacks scores 0, and adding 0 leaves a double as it is. Otherwise (prefix and one-edit
- *   words at INEXACT_WEIGHT) a subquery counts the row's tokens, joins them with the words, keeps
- *   per term the exact word's score if the row holds it, else the best inexact one, and sums them
- *   in query-term order (`sum(... ORDER BY term)`: float8 sum is float8pl over its inputs in that
- *   order, as the in-memory loop adds them). Measured at 100k listings (15k rows matching two
- *   keywords): array_positions over the row's ~130 keyword tokens is most of the cost, so each tf
- *   is read once; a per-row subquery over unnest costs about 1.5 to 2 times as much again, so the
- *   exact case, where most large results are, does without one.
+ *   words at INEXACT_WEIGHT) a subquery grouped by listing key joined to the row: it joins each
+ *   matching row's tokens with the words, keeps per term the exact word's score if the row holds
+ *   it, else the best inexact one, and adds them in query-term order as the in-memory loop does
+ *   (see `scoreSql`). Measured at 100k listings (15k rows matching two keywords):
+ *   array_positions over the row's ~130 keyword tokens is most of the cost, so each tf is read
+ *   once; counting the row's tokens costs about 1.5 to 2 times as much again, so the exact case,
+ *   where most large results are, does without it.
  *
  * One-edit look-ups. A word within one edit of a query word w of L characters is at most one
  * character longer or shorter and shares w's first ⌊L/2⌋ characters or its last L − ⌊L/2⌋ − 1 (an
@@ -36,12 +36,10 @@ import type { SearchNode } from '../plan/plan.js';
 import { BM25_B, BM25_K1, INEXACT_WEIGHT, normOf, searchQuery, weightOf, type SearchQuery } from '../search/bm25.js';
 import { isFuzzyCandidate, osaDistanceAtMostOne } from '../search/lexicon.js';
 import type { SearchFieldName } from '../schema/search-fields.js';
-import { lengthColumn, tokensColumn, type Layout } from './layout.js';
+import { lengthColumn, quote, tokensColumn, type Layout } from './layout.js';
 import type { Params, Queryable } from './sql.js';
 
 export interface SearchSql {
-  /** FROM-clause addition computing this call for the row of `alias`, or '' (always '' as built here: the test and score read only the row) */
-  readonly join: string;
   /** boolean SQL, never NULL: the call is true for the row */
   readonly test: string;
   /**
@@ -49,6 +47,11 @@ export interface SearchSql {
    * its parameters to `params` (the first time only), so read it only for a statement that uses it.
    */
   readonly score: string;
+  /**
+   * What the score needs in the statement's FROM after the row's table: '' until the score is read,
+   * and '' for a score computed from the row alone; read it after the score.
+   */
+  readonly join: string;
 }
 
 const ADDRESS_FIELD: SearchFieldName = 'RawAddressSearchText';
@@ -189,7 +192,15 @@ const float8 = (x: number): string => `'${String(x)}'::float8`;
  * trip, and returns the SQL for one statement; every term/idf/weight goes through `params` (arrays
  * as single parameters). Throws the in-memory engine's QueryErrors for a bad call before reading.
  */
-export async function prepareSearchSql(db: Queryable, layout: Layout, node: SearchNode, alias: string, params: Params, _ordinal: number): Promise<SearchSql> {
+export async function prepareSearchSql(
+  db: Queryable,
+  layout: Layout,
+  node: SearchNode,
+  alias: string,
+  params: Params,
+  ordinal: number,
+  required = false,
+): Promise<SearchSql> {
   const query = queryOf(node);
   const prefixes = [...new Set(query.terms.flatMap((t) => t.prefixes))];
   const fuzzy = query.terms.filter((t) => t.fuzzy).map((t) => t.term);
@@ -203,37 +214,57 @@ export async function prepareSearchSql(db: Queryable, layout: Layout, node: Sear
   );
   const words = wordsOf(query, stats, prefixes, fuzzy);
   // Too few query terms have any word in the field: no row can match.
-  if (words.byTerm.length < query.minMatches) return { join: '', test: 'false', score: float8(0) };
+  if (words.byTerm.length < query.minMatches) return { test: 'false', score: float8(0), join: '' };
 
-  const tokens = `${alias}.${tokensColumn(node.field)}`;
-  const length = `${alias}.${lengthColumn(node.field)}`;
   const all = params.add(words.word, 'text[]');
-  const onlyExact = words.exact.every((e) => e);
-  let test: string;
-  if (onlyExact && query.minMatches === query.terms.length) test = `${tokens} @> ${all}`;
-  else if (query.minMatches === 1) test = `${tokens} && ${all}`;
-  else {
+  const testOf = (row: string): string => {
+    const tokens = `${row}.${tokensColumn(node.field)}`;
+    if (words.exact.every((e) => e) && query.minMatches === query.terms.length) return `(${tokens} @> ${all})`;
+    if (query.minMatches === 1) return `(${tokens} && ${all})`;
     // A term matches when the row holds any of its words; the first test only lets the GIN index find candidates.
     const matched = words.byTerm.map((w) => `(${tokens} && ${params.add(w, 'text[]')})::int`).join(' + ');
-    test = `(${tokens} && ${all} AND ${matched} >= ${params.add(query.minMatches, 'int')})`;
-  }
+    return `(${tokens} && ${all} AND ${matched} >= ${params.add(query.minMatches, 'int')})`;
+  };
+  const test = testOf(alias);
 
   // The score's parameters are added when the statement asks for the score (relevance), so a statement that only filters binds none of them.
-  const row: RowColumns = { tokens, length };
-  let score: string | undefined;
+  let score: Score | undefined;
+  const scored = (): Score =>
+    (score ??= scoreSql(
+      words,
+      all,
+      normOf(stats.totalLength / stats.rows),
+      { layout, field: node.field, alias, ordinal, required, terms: query.terms.length, testOf },
+      params,
+    ));
   return {
-    join: '',
-    test: `(${test})`,
+    test,
     get score(): string {
-      return (score ??= scoreExpression(words, all, normOf(stats.totalLength / stats.rows), row, params));
+      return scored().sql;
+    },
+    get join(): string {
+      return score?.join ?? '';
     },
   };
 }
 
-interface RowColumns {
-  /** The row's `S#tokens` and `S#length`, qualified by its alias. */
-  readonly tokens: string;
-  readonly length: string;
+/** Where a call's score is computed: the row (`alias`) of the layout's table, and the call's test for any alias of that table. */
+interface ScoreContext {
+  readonly layout: Layout;
+  readonly field: SearchFieldName;
+  readonly alias: string;
+  /** The call's ordinal in the query: names its join. */
+  readonly ordinal: number;
+  /** Every row of the statement passes the call's test (a conjunct of the filter): its scores may be an inner join. */
+  readonly required: boolean;
+  /** The number of query terms (each word names its term by position). */
+  readonly terms: number;
+  readonly testOf: (alias: string) => string;
+}
+
+interface Score {
+  readonly sql: string;
+  readonly join: string;
 }
 
 /**
@@ -241,31 +272,50 @@ interface RowColumns {
  * else the best of its inexact words, summed in query-term order. `all` is the placeholder of
  * every word, in the order of `words`.
  */
-function scoreExpression(words: Words, all: string, lengthNorm: number, { tokens, length }: RowColumns, params: Params): string {
+function scoreSql(words: Words, all: string, lengthNorm: number, ctx: ScoreContext, params: Params): Score {
   const norm = params.add(lengthNorm, 'float8');
   // termScore's expression: (w × tf × (k1 + 1)) / (tf + k1 × (1 − b + norm × length))
-  const scoreOf = (w: string, tf: string): string =>
+  const scoreOf = (w: string, tf: string, length: string): string =>
     `(${w} * ${tf} * ${float8(BM25_K1 + 1)}) / (${tf} + ${float8(BM25_K1)} * (${float8(1 - BM25_B)} + ${norm} * ${length}::float8))`;
+  const tokens = (row: string): string => `${row}.${tokensColumn(ctx.field)}`;
+  const length = (row: string): string => `${row}.${lengthColumn(ctx.field)}`;
   if (words.exact.every((e) => e)) {
     // One word per query term: each tf read once (array_positions is most of the cost; the fence,
     // ORDER BY a constant, keeps the planner from copying the expression into each of its two uses
     // without a sort, and unlike OFFSET 0 it is a subquery Citus pushes down with the row), and one
     // termScore per term. A term the row lacks scores 0 (tf = 0), and adding 0 leaves a double as
     // it is, so the sum in query-term order is the in-memory one.
-    const tfs = words.word.map((word, i) => `least(cardinality(array_positions(${tokens}, ${params.add(word, 'text')})), ${MAX_TF})::float8 AS tf${i}`);
-    const sum = words.weight.map((w, i) => scoreOf(params.add(w, 'float8'), `c.tf${i}`)).join(' + ');
-    return `(SELECT ${sum} FROM (SELECT ${tfs.join(', ')} ORDER BY NOT true) AS c)`;
+    const tfs = words.word.map(
+      (word, i) => `least(cardinality(array_positions(${tokens(ctx.alias)}, ${params.add(word, 'text')})), ${MAX_TF})::float8 AS tf${i}`,
+    );
+    const sum = words.weight.map((w, i) => scoreOf(params.add(w, 'float8'), `c.tf${i}`, length(ctx.alias))).join(' + ');
+    return { sql: `(SELECT ${sum} FROM (SELECT ${tfs.join(', ')} ORDER BY NOT true) AS c)`, join: '' };
   }
   const weight = params.add(words.weight, 'float8[]');
   const term = params.add(words.term, 'int[]');
   const exact = params.add(words.exact, 'boolean[]');
-  // Prefixes can bring many words: the row's tokens are counted once and joined with them (a hash
-  // of the words, built once per statement). An exact match always wins: the best exact score when
-  // there is one, else the best inexact one.
-  return `(SELECT sum(m.best ORDER BY m.term) FROM (
-    SELECT q.term, coalesce(max(${scoreOf('q.weight', 'd.tf')}) FILTER (WHERE q.exact), max(${scoreOf('q.weight', 'd.tf')})) AS best
-    FROM (SELECT t.word, least(count(*), ${MAX_TF})::float8 AS tf FROM unnest(${tokens}) AS t(word) GROUP BY t.word) AS d
-    JOIN unnest(${all}, ${term}, ${weight}, ${exact}) AS q(word, term, weight, exact) ON q.word = d.word
-    GROUP BY q.term
-  ) AS m)`;
+  // Prefixes can bring many words: each matching row's tokens are joined with them (a hash of the
+  // words, built once per statement), each occurrence scored with its word's tf (a word held twice
+  // scores the same twice, and the best of equal scores is that score). An exact match always wins: per query term the best exact score when there is one,
+  // else the best inexact one; the terms are added in query-term order, a term the row lacks as 0
+  // (adding 0 leaves a double as it is, so the sum is the in-memory loop's). The scores of all
+  // matching rows are one subquery grouped by the listing key (the distribution column: Citus
+  // computes it whole on each shard, where it refuses an aggregate in a subquery over the row)
+  // joined to the row on that key. Grouped by the table's own key, PostgreSQL estimates it as
+  // many rows as match, and so chooses between fetching the few listings by key and reading the
+  // many again. When every row of the statement passes the call's test, the join is inner.
+  const key = '"ListingKey"';
+  const r = '"#r"';
+  const scores = quote(`#score${ctx.ordinal}`);
+  const s = scoreOf('q.weight', `least(cardinality(array_positions(${tokens(r)}, w.word)), ${MAX_TF})::float8`, length(r));
+  const best = Array.from(
+    { length: ctx.terms },
+    (_, i) => `coalesce(max(${s}) FILTER (WHERE q.term = ${i} AND q.exact), max(${s}) FILTER (WHERE q.term = ${i}), 0::float8)`,
+  );
+  const table = `SELECT ${r}.${key} AS k, ${best.join(' + ')} AS score
+      FROM ${ctx.layout.table('Property')} AS ${r} CROSS JOIN unnest(${tokens(r)}) AS w(word)
+      JOIN unnest(${all}, ${term}, ${weight}, ${exact}) AS q(word, term, weight, exact) ON q.word = w.word
+      WHERE ${ctx.testOf(r)}
+      GROUP BY ${r}.${key}`;
+  return { sql: `${scores}.score`, join: `${ctx.required ? 'JOIN' : 'LEFT JOIN'} (${table}) AS ${scores} ON ${scores}.k = ${ctx.alias}.${key}` };
 }

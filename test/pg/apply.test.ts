@@ -79,6 +79,7 @@ async function viaPostgres(pair: Pair, resource: Resource, query: string, source
   const ctx: FilterContext = {
     schema: pair.engine.schemaOf(resource),
     alias: 't',
+    table: pair.layout.table(resource),
     params,
     nowMs: NOW,
     search: (node) => searches[node.ordinal].test,
@@ -480,6 +481,7 @@ describe('compileApply refuses what binding never gives it', () => {
   const ctx = (): FilterContext => ({
     schema: { key: 'ListingKey' } as FilterContext['schema'],
     alias: 't',
+    table: 't',
     params: new Params(),
     nowMs: NOW,
     search: () => 'true',

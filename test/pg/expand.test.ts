@@ -648,7 +648,7 @@ async function navigateOnPg(f: Fixture, key: string, nav: ChildNavigation, query
   const plan = f.engine.explain('Property', query, { format: 'json', navigation: { key, name: nav } });
   const schema = f.engine.schemaOf(plan.resource);
   const params = new Params();
-  const fc = { schema, alias: 't', params, nowMs: NOW, search: () => 'FALSE' };
+  const fc = { schema, alias: 't', table: f.layout.table(plan.resource), params, nowMs: NOW, search: () => 'FALSE' };
   const filter = plan.filter === null ? null : compileFilter(plan.filter, fc);
   const scope = childrenScope(nav, key, { layout: f.layout, schema, alias: 't', params, filter });
   const keys = plan.order.map((k) => {

@@ -290,6 +290,9 @@ function corpus(dir: string): Array<[QueryResource, string, string[] | undefined
     "$filter=search.text(KeywordSearchText,'pool granite')&$orderby=relevance desc&$top=50&$select=ListingKey",
     "$filter=search.text(RawAddressSearchText,'maple st')&$orderby=relevance desc,ListPrice&$top=50&$count=true&$select=ListingKey",
     "$filter=search.text(RawAddressSearchText,'main stre')&$orderby=relevance desc&$top=50&$select=ListingKey",
+    // rows the search does not match score 0 (its scores are an outer join)
+    "$filter=search.text(RawAddressSearchText,'main stre') or ListPrice lt 300000&$orderby=relevance desc&$top=50&$select=ListingKey",
+    "$filter=not search.text(RawAddressSearchText,'oak av') and (search.text(RawAddressSearchText,'washingtn') or BedroomsTotal eq 2)&$orderby=relevance desc,ListPrice&$top=40&$select=ListingKey",
     "$filter=search.text(KeywordSearchText,'pool') or search.text(KeywordSearchText,'spa')&$orderby=relevance desc&$top=50&$select=ListingKey",
     '$expand=Media&$top=5',
     '$expand=Media($select=MediaKey,Order;$filter=Order le 3;$orderby=Order desc;$top=2;$skip=1),OpenHouse,PropertyChange($top=1)&$top=8',

@@ -295,7 +295,7 @@ describe.skipIf(pgSkip)('search.text in PostgreSQL', () => {
         const sql = await prepareSearchSql(db, gen.layout, node(field, text, 1), 'p', params, 3);
         const { rows } = await db.query(`SELECT count(*) FROM ${gen.layout.table('Property')} AS p ${sql.join} WHERE ${sql.test}`, params.values);
         expect(Number(rows[0].count)).toBe(gen.keys(call(field, text, 1)).length);
-        const statement = sql.join + sql.test + sql.score;
+        const statement = sql.test + sql.score + sql.join;
         statements.push(statement);
         expect(statement).not.toMatch(/pool|granite|drop|gas|range|wash|street|seattle|main|phoenix/i);
         expect(params.values.flat()).toContain(word);

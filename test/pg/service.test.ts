@@ -205,6 +205,15 @@ const PAGED: Array<[string, Record<string, string>]> = [
     `/listings/data/Property?${q({ $filter: "search.text(KeywordSearchText,'pool')", $orderby: 'relevance desc', $select: 'ListingKey' })}`,
     { Prefer: 'odata.maxpagesize=150' },
   ],
+  // prefix and one-edit scores (a join on the listing key), paged by keyset on them, inner and outer
+  [
+    `/listings/data/Property?${q({ $filter: "search.text(RawAddressSearchText,'main stre')", $orderby: 'relevance desc', $select: 'ListingKey' })}`,
+    { Prefer: 'odata.maxpagesize=7' },
+  ],
+  [
+    `/listings/data/Property?${q({ $filter: "search.text(RawAddressSearchText,'washingtn') or BedroomsTotal eq 2", $orderby: 'relevance desc,ListPrice', $select: 'ListingKey' })}`,
+    { Prefer: 'odata.maxpagesize=30' },
+  ],
   [`/listings/data/Property?${q({ $expand: 'Media($top=1)', $select: 'ListingKey', $top: 120 })}`, { Prefer: 'odata.maxpagesize=33' }],
   [`/listings/data/Media?${q({ $filter: 'Order le 2', $select: 'MediaKey,ResourceRecordKey' })}`, { Prefer: 'odata.maxpagesize=1000' }],
   [`/listings/data/Property('${KEY}')/Media?$select=MediaKey,Order&$orderby=Order`, { Prefer: 'odata.maxpagesize=2' }],
