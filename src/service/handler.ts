@@ -57,6 +57,7 @@ import {
   type ServiceResponse,
 } from './respond.js';
 import { encodeResponse } from './encoding.js';
+import { createExplorer } from './explorer.js';
 
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -172,6 +173,7 @@ export function createHandler(options: HandlerOptions): Handler {
   /** Logins of one username run one at a time, so a burst cannot slip past the throttle. */
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
+  const explorer = createExplorer(engine);
 
   async function token(request: ServiceRequest): Promise<ServiceResponse> {
     if (request.method !== 'POST')
@@ -513,7 +515,11 @@ export function createHandler(options: HandlerOptions): Handler {
     if (negotiated.problem !== null) throw negotiated.problem;
     const version = negotiated.version;
     if (path === '/v1/token') return token(request);
-    if (path !== '/v1' && !path.startsWith('/v1/')) throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
+    if (path !== '/v1' && !path.startsWith('/v1/')) {
+      const page = explorer.page(request);
+      if (page !== null) return page;
+      throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
+    }
     const session = authenticate(request);
 
     const read = (allow = READ_METHODS): void => {
@@ -524,6 +530,8 @@ export function createHandler(options: HandlerOptions): Handler {
       }
     };
     const base = publicBase ?? request.origin;
+    const explained = explorer.explain(request, session.sources);
+    if (explained !== null) return explained;
     if (path === '/v1/account/resources') {
       read();
       options_(decodeQueryOptions(raw), new Set(), 'account resources');
