@@ -152,14 +152,18 @@ function onAddCondition() {
   $('query').value = addCondition($('query').value, cond);
 }
 
-function onBuilderOption() {
-  let text = $('query').value;
-  const selected = [...$('select-fields').selectedOptions].map((o) => o.value);
-  text = setOption(text, '$select', selected.join(','));
-  text = setOption(text, '$orderby', $('order-field').value && `${$('order-field').value} ${$('order-dir').value}`);
-  text = setOption(text, '$top', $('top').value);
-  text = setOption(text, '$count', $('count').checked ? 'true' : '');
-  $('query').value = text;
+/** The option one builder control stands for, written into the query text (the other options stay as typed). */
+const BUILDER_OPTIONS = {
+  'select-fields': () => ['$select', [...$('select-fields').selectedOptions].map((o) => o.value).join(',')],
+  'order-field': () => ['$orderby', $('order-field').value && `${$('order-field').value} ${$('order-dir').value}`],
+  'order-dir': () => BUILDER_OPTIONS['order-field'](),
+  top: () => ['$top', $('top').value],
+  count: () => ['$count', $('count').checked ? 'true' : ''],
+};
+
+function onBuilderOption(event) {
+  const [name, value] = BUILDER_OPTIONS[event.currentTarget.id]();
+  $('query').value = setOption($('query').value, name, value);
 }
 
 function onExample() {
@@ -300,7 +304,7 @@ $('resource').addEventListener('change', onResource);
 $('cond-field').addEventListener('change', onField);
 $('cond-op').addEventListener('change', () => ($('cond-value').placeholder = placeholderOf(fieldKind(), $('cond-op').value)));
 $('cond-add').addEventListener('click', onAddCondition);
-for (const id of ['select-fields', 'order-field', 'order-dir', 'top', 'count']) $(id).addEventListener('change', onBuilderOption);
+for (const id of Object.keys(BUILDER_OPTIONS)) $(id).addEventListener('change', onBuilderOption);
 $('example').addEventListener('change', onExample);
 $('run').addEventListener('click', () => report(onRun()));
 $('next').addEventListener('click', () => report(onNext()));
