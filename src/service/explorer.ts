@@ -15,6 +15,7 @@ import { explainText } from '../plan/explain.js';
 import type { Plan } from '../plan/plan.js';
 import { ServiceError } from './errors.js';
 import { TOP_LIMITS, type QueryResource } from '../engine.js';
+import { PostgresEngine } from '../pg/engine.js';
 import { decodeQueryOptions, maxPageSizeOf, type ServiceRequest } from './request.js';
 import { jsonResponse, type ServiceResponse } from './respond.js';
 
@@ -157,7 +158,8 @@ export function createExplorer(engine: unknown, dir: string = EXPLORER_DIR): Exp
  * `GET /v1/listings/explain/{Resource}?<query>`: `{"resource","plan"}`, the plan as the text of
  * `engine.explain` for the account's sources, the query's errors as on the collection (400s).
  * The text leaves out the row counts the in-memory engine adds to some lines: they count every
- * source's rows, which an account must not learn.
+ * source's rows, which an account must not learn. Over PostgreSQL it is that backend's text
+ * (its plan, then a line on how the database runs the filter).
  */
 export async function explainResponse(engine: unknown, request: ServiceRequest, sources: readonly string[]): Promise<ServiceResponse> {
   const resource = request.path.slice(EXPLAIN_PREFIX.length);
@@ -173,6 +175,12 @@ export async function explainResponse(engine: unknown, request: ServiceRequest, 
   // the page size a collection request with the same Prefer header would get
   const prefer = maxPageSizeOf(request.header('prefer'));
   const maxPageSize = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource as QueryResource]);
-  const plan = await engine.explain(resource as QueryResource, decodeQueryOptions(request.rawQuery), { format: 'json', sources, maxPageSize });
-  return jsonResponse(200, { resource, plan: explainText(plan, { sources, accessRows: null }) }, { 'Cache-Control': 'no-store' });
+  const query = decodeQueryOptions(request.rawQuery);
+  // PostgreSQL's text counts no rows and says how the backend runs the filter; the in-memory
+  // engine's counts rows of every source, so its text is made again from the plan without them
+  const text =
+    engine instanceof PostgresEngine
+      ? await engine.explain(resource as QueryResource, query, { sources, maxPageSize })
+      : explainText(await engine.explain(resource as QueryResource, query, { format: 'json', sources, maxPageSize }), { sources, accessRows: null });
+  return jsonResponse(200, { resource, plan: text }, { 'Cache-Control': 'no-store' });
 }
