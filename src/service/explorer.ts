@@ -80,6 +80,15 @@ export function loadExplorerFiles(dir: string = EXPLORER_DIR): ReadonlyMap<strin
   return files;
 }
 
+/** Both routes read only: GET and HEAD. */
+function readOnly(request: ServiceRequest): void {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${request.path.slice(0, 200)}; use GET.`, {
+      headers: { Allow: 'GET, HEAD' },
+    });
+  }
+}
+
 /** Whether an If-None-Match header names this ETag (weak comparison, RFC 9110 §13.1.2). */
 function matches(header: string | null, etag: string): boolean {
   if (header === null) return false;
@@ -115,9 +124,7 @@ export function explorerResponse(files: ReadonlyMap<string, StaticFile>, request
   const p = request.path;
   if (p !== '/' && p !== '/explorer' && !p.startsWith('/explorer/')) return null;
   if (files.size === 0) throw new ServiceError('NotFound', `Nothing at ${p.slice(0, 200)}: this installation has no explorer page.`);
-  if (request.method !== 'GET' && request.method !== 'HEAD') {
-    throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${p.slice(0, 200)}; use GET.`, { headers: { Allow: 'GET, HEAD' } });
-  }
+  readOnly(request);
   if (p === '/explorer/' || p === `/explorer/${PAGE}`) {
     // relative, so it holds behind a proxy that adds a path prefix
     return { status: 308, headers: { Location: '../explorer', 'Content-Length': '0' }, body: null };
@@ -163,11 +170,7 @@ export function createExplorer(engine: unknown, dir: string = EXPLORER_DIR): Exp
  */
 export async function explainResponse(engine: unknown, request: ServiceRequest, sources: readonly string[]): Promise<ServiceResponse> {
   const resource = request.path.slice(EXPLAIN_PREFIX.length);
-  if (request.method !== 'GET' && request.method !== 'HEAD') {
-    throw new ServiceError('MethodNotAllowed', `${request.method} is not allowed on ${request.path.slice(0, 200)}; use GET.`, {
-      headers: { Allow: 'GET, HEAD' },
-    });
-  }
+  readOnly(request);
   if (!RESOURCES.has(resource)) {
     throw new ServiceError('NotFound', `Nothing to explain at ${request.path.slice(0, 200)}: name a collection, one of ${[...RESOURCES].join(', ')}.`);
   }
