@@ -170,6 +170,9 @@ function onExample() {
   const example = EXAMPLES[Number($('example').value)];
   if ($('example').value === '' || example === undefined) return;
   $('query').value = example.text;
+  // the builder's $select and $orderby would otherwise show what the text no longer says
+  for (const o of $('select-fields').options) o.selected = false;
+  $('order-field').value = '';
   $('count').checked = optionOf(example.text, '$count') === 'true';
   $('top').value = optionOf(example.text, '$top');
 }
