@@ -53,6 +53,13 @@ export default defineConfig(
     extends: [tseslint.configs.disableTypeChecked],
   },
   {
+    // The explorer page's modules (explorer/) run in a browser.
+    files: ['explorer/**/*.js'],
+    languageOptions: {
+      globals: { document: 'readonly', location: 'readonly', fetch: 'readonly', DOMParser: 'readonly', URL: 'readonly', URLSearchParams: 'readonly' },
+    },
+  },
+  {
     // typescript-eslint's base sets sourceType 'module' everywhere; .cjs files are CommonJS (module, require).
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },

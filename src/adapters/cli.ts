@@ -387,6 +387,7 @@ async function runServe(argv: string[]): Promise<number> {
     `reso-engine: serving ${listings.toLocaleString('en-US')} listings at ${server.url}/v1/${engine instanceof Engine ? '' : ` from ${shownUrl(values.postgres!)}`}\n` +
       (demo.length > 0 ? `demo accounts (username / password):\n${demo.join('\n')}\n` : '') +
       `get a token: curl -s -X POST ${server.url}/v1/token -d username=${demo.length > 0 ? DEMO_ACCOUNTS[0].username : 'USER'} -d password=${demo.length > 0 ? DEMO_ACCOUNTS[0].password : 'PASSWORD'}\n` +
+      `or look around in a browser: ${server.url}/\n` +
       (from === undefined ? '' : `replicating ${serviceRoot(from)} every ${every} s (log on stderr)\n`) +
       (values['admin-token'] === undefined ? '' : `admin routes: ${server.url}/admin/ (clock, reset, checkpoint, faults, limits, requests)\n`) +
       `health: ${server.url}/health, readiness: ${server.url}/ready, API description: ${server.url}/v1/openapi.json` +

@@ -51,6 +51,8 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   BackendUnavailable: 503,
   // 500: a defect
   InternalError: 500,
+  // 501: an engine handed to the service without `explain` (both built-in engines have it)
+  ExplainUnavailable: 501,
   // 500: snapshot errors happen when an engine is opened or saved, never in a request; should one
   // reach a handler, it is the server's failure (logged by onError; the client learns no path)
   SnapshotNotFound: 500,

@@ -64,6 +64,7 @@ import { withValidators } from './etag.js';
 import { Metrics, routeOf, type MetricsOptions, type RequestFacts } from './metrics.js';
 import { accessLogger, isLogger, logAccess, logDefect, optionNamesOf, requestIdOf, type AccessLogOptions } from './log.js';
 import { openApiResponse } from './openapi.js';
+import { createExplorer } from './explorer.js';
 
 export type Handler = (request: Request) => Promise<Response>;
 
@@ -191,6 +192,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
   const health = new HealthRoutes(engine, options.status ?? {}, clock);
+  const explorer = createExplorer(engine);
 
   async function token(request: ServiceRequest): Promise<ServiceResponse> {
     if (request.method !== 'POST')
@@ -559,7 +561,11 @@ export function createHandler(options: HandlerOptions): Handler {
     if (negotiated.problem !== null) throw negotiated.problem;
     const version = negotiated.version;
     if (path === '/v1/token') return token(request);
-    if (path !== '/v1' && !path.startsWith('/v1/')) throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
+    if (path !== '/v1' && !path.startsWith('/v1/')) {
+      const page = explorer.page(request);
+      if (page !== null) return page;
+      throw new ServiceError('NotFound', `Nothing at ${path.slice(0, 200)}: the service lives under /v1.`);
+    }
     const session = authenticate(request);
     facts.account = session.username;
 
@@ -571,6 +577,8 @@ export function createHandler(options: HandlerOptions): Handler {
       }
     };
     const base = publicBase ?? request.origin;
+    const explained = explorer.explain(request, session.sources);
+    if (explained !== null) return explained;
     if (path === '/v1/account/resources') {
       read();
       options_(decodeQueryOptions(raw), new Set(), 'account resources');

@@ -3,7 +3,7 @@
  * data set served both ways (`Engine.open({ postgres, data })` and `Engine.open({ data })`, each
  * behind `createHandler`), the same requests sent to both (collections with every query option,
  * records by key, navigation paths, $count paths, $metadata, the service document, accounts and
- * profiles, auth, errors, admin writes), and the same status, headers and bytes back. A nextLink's
+ * profiles, auth, errors, admin writes, the explorer page and its explain route), and the same status, headers and bytes back. A nextLink's
  * $skiptoken differs by design (a keyset here, a generation pin in memory), so links are compared
  * without it, and following them on the PostgreSQL service gives the in-memory result.
  */
@@ -277,6 +277,26 @@ describe.skipIf(pgSkip)('the HTTP service over PostgreSQL answers as over memory
     await same(`${D}/Property`, { user: 'demo', method: 'POST', body: '[]', headers: { 'content-type': 'application/json' } });
     await same(`${D}/Media('${MEDIA_KEY}')`, { user: 'admin', method: 'PUT' });
     await same('/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=demo&password=wrong' });
+  });
+
+  it('the explorer page and the explain route (the plan for the account, the query errors)', async () => {
+    await same('/../', { method: 'GET' });
+    await same('/../explorer/app.js', { method: 'HEAD' });
+    // each backend plans for itself; both speak for the account, without row counts
+    for (const user of ['demo', 'partner']) {
+      const query = q({ $filter: "City eq 'Seattle'", $orderby: 'ListPrice desc', $top: 5 });
+      const c = await call(postgres, `/v1/listings/explain/Property?${query}`, { token: tokens.get(postgres)![user] });
+      const m = await call(memory, `/v1/listings/explain/Property?${query}`, { token: tokens.get(memory)![user] });
+      expect(c.status).toBe(200);
+      const lines = (c.json.plan as string).split('\n');
+      expect(lines.slice(0, 2)).toEqual((m.json.plan as string).split('\n').slice(0, 2));
+      expect(lines.at(-2)).toBe('page: skip 0, up to 5 rows');
+      expect(lines.at(-1)).toMatch(/^backend: PostgreSQL/);
+      expect(c.json.plan).not.toMatch(/\d+ rows\)/);
+    }
+    await same(`/listings/explain/Property?${q({ $filter: 'City eq' })}`, { user: 'demo' });
+    await same('/listings/explain/Nope', { user: 'demo' });
+    await same('/listings/explain/Property');
   });
 
   it('following nextLinks on PostgreSQL gives the pages the in-memory service gives, concatenated', async () => {

@@ -20,7 +20,7 @@ describe('the status table', () => {
     expect(statusOf(new TypeError('x'))).toBe(500);
     expect(statusOf('a string')).toBe(500);
     expect(statusOf(new BackendUnavailableError('x'))).toBe(503);
-    expect(new Set(Object.values(STATUS_BY_CODE))).toEqual(new Set([400, 401, 403, 404, 405, 413, 414, 429, 431, 500, 503]));
+    expect(new Set(Object.values(STATUS_BY_CODE))).toEqual(new Set([400, 401, 403, 404, 405, 413, 414, 429, 431, 500, 501, 503]));
   });
 
   it('lists every code the service and the adapter raise', () => {
