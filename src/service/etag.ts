@@ -67,14 +67,16 @@ export function withValidators(request: ServiceRequest, response: ServiceRespons
   const body = response.body;
   if (response.status !== 200 || !(body instanceof Uint8Array) || (request.method !== 'GET' && request.method !== 'HEAD')) return response;
   if (request.path === '/v1/token' || request.path === '/health' || request.path === '/ready' || request.path === '/metrics') return response;
-  // the coding encodeResponse will choose for this body (the same rule: 2xx byte bodies of at least the threshold)
-  const coding = body.byteLength >= COMPRESS_THRESHOLD ? chooseCoding(request.header('accept-encoding')) : null;
-  const tag = entityTag(body, version, coding);
+  // a route that knows its tag already (the explorer's files: one weak tag for every coding) keeps it;
+  // else the tag of the body as the coding encodeResponse will choose sends it (2xx byte bodies of at least the threshold)
+  const coding = headers.ETag === undefined && body.byteLength >= COMPRESS_THRESHOLD ? chooseCoding(request.header('accept-encoding')) : null;
+  const tag = headers.ETag ?? entityTag(body, version, coding);
   headers.ETag = tag;
   const header = request.header('if-none-match');
   if (header === null) return response;
   const tags = parseIfNoneMatch(header);
-  if (tags === null || (tags !== '*' && !tags.some((t) => t === tag))) return response;
+  const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
+  if (tags === null || (tags !== '*' && !tags.some((t) => t === opaque))) return response;
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) if (name !== 'Content-Type' && name !== 'Content-Length') kept[name] = value;
   // a 304 carries the Vary the 200 would have (encodeResponse adds it only to bodies)
