@@ -84,6 +84,7 @@ export class PostgresEngine {
       lookupRows: () => null,
       textRows: () => null,
       rangeRows: () => null,
+      geoRows: () => null,
     };
   }
 
