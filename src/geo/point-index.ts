@@ -227,8 +227,8 @@ export class PointIndex {
   within(lon: number, lat: number, meters: number, accept?: (row: number) => boolean): Uint32Array {
     const circle = Circle.around(lon, lat, meters);
     if (this.rowOf.length === 0 || !circle) return new Uint32Array(0);
-    const { ids, coords } = this.tree;
-    const { rowOf, cosAt } = this;
+    const { ids } = this.tree;
+    const { rowOf } = this;
     // `accept` may query this index again (a second circle in the filter): that walk gets its own buffer
     const found = this.scratch ?? { rows: new Uint32Array(1024), n: 0 };
     this.scratch = null;
@@ -253,11 +253,7 @@ export class PointIndex {
           (left, right) => {
             for (let i = left; i <= right; i++) add(rowOf[ids[i]]);
           },
-          (i) => {
-            const x = coords[2 * i];
-            const y = coords[2 * i + 1];
-            if (x >= minX && x <= maxX && y >= minY && y <= maxY && circle.holds(x, y, cosAt[i])) add(rowOf[ids[i]]);
-          },
+          (i) => add(rowOf[ids[i]]),
         ),
       );
       return ascendingRows(found.rows, found.n);
@@ -274,8 +270,6 @@ export class PointIndex {
   count(lon: number, lat: number, meters: number): number {
     const circle = Circle.around(lon, lat, meters);
     if (this.rowOf.length === 0 || !circle) return 0;
-    const { coords } = this.tree;
-    const { cosAt } = this;
     let n = 0;
     circle.boxes((minX, minY, maxX, maxY) =>
       this.visit(
@@ -285,11 +279,7 @@ export class PointIndex {
         maxY,
         circle,
         (left, right) => (n += right - left + 1),
-        (i) => {
-          const x = coords[2 * i];
-          const y = coords[2 * i + 1];
-          if (x >= minX && x <= maxX && y >= minY && y <= maxY && circle.holds(x, y, cosAt[i])) n++;
-        },
+        () => n++,
       ),
     );
     return n;
@@ -298,7 +288,8 @@ export class PointIndex {
   /**
    * kdbush's range walk over its sorted arrays for one box, with each subtree's region (known from
    * the splits above it) carried down: a subtree inside the box and the circle goes to `whole`
-   * (tree positions left..right) untested, every other point the walk reaches to `one`.
+   * (tree positions left..right) untested; of the other points the walk reaches, those in the box
+   * and the circle go to `hit` (by tree position).
    */
   private visit(
     minX: number,
@@ -307,9 +298,15 @@ export class PointIndex {
     maxY: number,
     circle: Circle,
     whole: (left: number, right: number) => void,
-    one: (i: number) => void,
+    hit: (i: number) => void,
   ): void {
     const { ids, coords, nodeSize } = this.tree;
+    const { cosAt } = this;
+    const one = (i: number): void => {
+      const x = coords[2 * i];
+      const y = coords[2 * i + 1];
+      if (x >= minX && x <= maxX && y >= minY && y <= maxY && circle.holds(x, y, cosAt[i])) hit(i);
+    };
     // per subtree: left, right, axis, then its region x0, y0, x1, y1
     const stack: number[] = [0, ids.length - 1, 0, -Infinity, -Infinity, Infinity, Infinity];
     while (stack.length > 0) {
