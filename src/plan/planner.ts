@@ -4,7 +4,8 @@
  * the result size the data's statistics give (PlanStatistics, answered per backend):
  *
  * - `search`: a top-level search.text conjunct (postings; the result size is known exactly);
- * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in);
+ * - `geo`: a top-level geo.distance conjunct (KD-tree walk with the rest of the filter pushed in;
+ *   the circle counted on the tree);
  * - `lookup`: top-level `Field eq 'v'` / `Field in (...)` on dictionary columns (an AND of
  *   per-value bitsets, each built on first use);
  * - `text`: `TextField eq 'v'` (the key index, or a hash of the column built on first use);
@@ -18,7 +19,9 @@
  * every plan, before anything else, so one plan serves every caller.
  * Ordering: `relevance desc` alone with one search conjunct and no $count → ranked top-k with
  * early stop; a single numeric key with $top and no $count → an ordered walk of the column's
- * sorted permutation that stops after skip+top matches; otherwise all matches, then a heap.
+ * sorted permutation that stops after skip+top matches, unless collecting the access path's rows
+ * into a heap is estimated to visit fewer rows; otherwise all matches, then a heap. The estimates
+ * go into the Plan (`estimates`), for explain.
  */
 import { QueryError } from '../errors.js';
 import { spanOf, type ParsedQuery, type SelectItem, type SelectProperty } from '../odata/ast.js';
@@ -73,7 +76,7 @@ export interface PlanStatistics {
   textRows(resource: QueryResource, field: string, value: string): number | null;
   /** Rows of the field's sorted permutation that the conjuncts' bounds allow; null when it has none. */
   rangeRows(resource: QueryResource, field: string, conjuncts: readonly Bound[]): number | null;
-  /** Rows within a geo.distance circle, an upper bound (a bounding-box count), or null when unknown. */
+  /** Rows within a geo.distance circle (dead ones included; appended ones by their bounding boxes, an upper bound), or null when unknown. */
   geoRows(resource: QueryResource, node: GeoNode): number | null;
 }
 
@@ -262,11 +265,12 @@ interface OrderRequest {
  * conjunct (or the AND of dictionary lookups) with the fewest rows. The order is chooseOrder's,
  * then weighed where two strategies can answer: an ordered walk of a sorted permutation visits
  * about need × slice / matches rows (the whole slice when fewer match), while collecting the
- * access path's rows and a heap costs their number plus a heap step per match; so a small circle
- * or a rare value under a large order walk is collected (`geo.distance(...) le 5000 and
- * StandardStatus eq 'Active'`, by price), and a common one is walked. Likewise in key order, a
- * walk of every row in key order that stops at the page is chosen over collecting many matches.
- * Matches are estimated with the conjuncts taken as independent.
+ * access path's rows and a heap costs their number plus HEAP_COST_PER_MATCH per match; so a small
+ * circle or a rare value under a long order walk is collected (`geo.distance(...) le 1000 and
+ * StandardStatus eq 'Active'`, by price, where fewer than a page match and the walk would read the
+ * whole permutation), and a common one is walked. Likewise in key order, a walk of every row in key
+ * order that stops at the page is chosen over collecting many matches (not under $count or $apply,
+ * which read every match). Matches are estimated with the conjuncts taken as independent.
  */
 function chooseAccessAndOrder(
   resource: QueryResource,
