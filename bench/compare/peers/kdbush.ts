@@ -70,7 +70,7 @@ class KdbushPeer implements Peer {
   }
 
   prepare<F extends FamilyId>(family: F, params: FamilyParams[F]): (() => Answer) | string {
-    if (family !== 'Q4') return family === 'Q6' ? 'n/a: a KD-tree has no text search (BM25)' : 'n/a: a KD-tree answers geo families only';
+    if (family !== 'Q4') return family === 'Q6' ? 'a KD-tree has no text search (BM25)' : 'a KD-tree answers geo families only';
     const q = params as FamilyParams['Q4'];
     const wanted = this.statuses.indexOf(q.status);
     return () => ({ kind: 'keys', keys: this.nearby(q.lon, q.lat, q.radiusM, (row) => this.status[row] === wanted, q.top) });
