@@ -250,18 +250,12 @@ export class PointIndex {
       found.rows[found.n++] = row;
     };
     try {
-      circle.boxes((minX, minY, maxX, maxY) =>
-        this.visit(
-          minX,
-          minY,
-          maxX,
-          maxY,
-          circle,
-          (left, right) => {
-            for (let i = left; i <= right; i++) add(rowOf[ids[i]]);
-          },
-          (i) => add(rowOf[ids[i]]),
-        ),
+      this.visit(
+        circle,
+        (left, right) => {
+          for (let i = left; i <= right; i++) add(rowOf[ids[i]]);
+        },
+        (i) => add(rowOf[ids[i]]),
       );
       return ascendingRows(found.rows, found.n);
     } finally {
@@ -278,27 +272,25 @@ export class PointIndex {
     const circle = Circle.around(lon, lat, meters);
     if (this.rowOf.length === 0 || !circle) return 0;
     let n = 0;
-    circle.boxes((minX, minY, maxX, maxY) =>
-      this.visit(
-        minX,
-        minY,
-        maxX,
-        maxY,
-        circle,
-        (left, right) => (n += right - left + 1),
-        () => n++,
-      ),
+    this.visit(
+      circle,
+      (left, right) => (n += right - left + 1),
+      () => n++,
     );
     return n;
   }
 
   /**
-   * kdbush's range walk over its sorted arrays for one box, with each subtree's region (known from
+   * kdbush's range walk over its sorted arrays, box by box of the circle, with each subtree's region (known from
    * the splits above it) carried down: a subtree inside the box and the circle goes to `whole`
    * (tree positions left..right) untested; of the other points the walk reaches, those in the box
    * and the circle go to `hit` (by tree position).
    */
-  private visit(
+  private visit(circle: Circle, whole: (left: number, right: number) => void, hit: (i: number) => void): void {
+    circle.boxes((minX, minY, maxX, maxY) => this.visitBox(minX, minY, maxX, maxY, circle, whole, hit));
+  }
+
+  private visitBox(
     minX: number,
     minY: number,
     maxX: number,

@@ -283,8 +283,9 @@ function chooseAccessAndOrder(
   let best: { path: AccessPath; size: number } | null = null;
   for (const c of candidates) if (best === null || c.size < best.size) best = c;
   best ??= { path: { kind: 'scan' }, size: total };
+  // sizes are upper bounds (a search's postings of every term may even exceed the rows)
   let matches = total;
-  for (const c of sized) matches = total > 0 ? (matches * c.rows) / total : 0;
+  for (const c of sized) matches = total > 0 ? (matches * Math.min(c.rows, total)) / total : 0;
   matches = Math.min(matches, best.size);
   let strategy = chooseOrder(req.order, top, req.searches, req.count, req.hasTop, (name) => stats.rangeRows(resource, name, []) !== null);
   let access = best.path;
@@ -295,7 +296,8 @@ function chooseAccessAndOrder(
     const slice = stats.rangeRows(resource, strategy.field, top) ?? total;
     weighed = { walk: walkVisits(slice, Math.min(matches, slice), req.need), collect: collect() };
     if (weighed.collect < weighed.walk) strategy = { kind: 'heap' };
-  } else if (strategy.kind === 'key' && !req.count && !req.grouping && access.kind !== 'scan') {
+  } else if (strategy.kind === 'key' && !req.count && !req.grouping && access.kind !== 'scan' && access.kind !== 'search') {
+    // (not over a search: its size is a loose bound, and as a residual it is evaluated whole anyway)
     weighed = { walk: walkVisits(total, matches, req.need), collect: collect() };
     if (weighed.walk < weighed.collect) [access, accessRows] = [{ kind: 'scan' }, total];
   }
