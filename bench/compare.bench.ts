@@ -1,6 +1,6 @@
 /**
  * The comparison: the query families Q1–Q10 and the load (L) on reso-engine and on the engines a
- * user would pick instead — SQLite (better-sqlite3: B-tree, FTS5, R*Tree), Orama, MiniSearch and a
+ * user would pick instead — SQLite (better-sqlite3: B-tree, FTS5, R*Tree), a kdbush radius walk (Q4), Orama, MiniSearch and a
  * naive JavaScript scan — on the same data set in the same run. Each engine runs alone in its own
  * child process (bench/compare/child.ts), so memory figures are its own.
  *
@@ -27,7 +27,7 @@ import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './l
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Peers in report order; 'naive' is also the reference every answer is checked against. */
-export const PEERS = ['reso-engine', 'reso-engine-postgres', 'reso-engine-postgres-partitioned', 'sqlite', 'orama', 'minisearch', 'naive'] as const;
+export const PEERS = ['reso-engine', 'reso-engine-postgres', 'reso-engine-postgres-partitioned', 'sqlite', 'kdbush', 'orama', 'minisearch', 'naive'] as const;
 
 interface PeerRun {
   readonly id: string;

@@ -14,7 +14,7 @@ import { StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
 import { execute, executeRecord } from './exec/execute.js';
 import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
-import { statisticsOf } from './exec/statistics.js';
+import { actualCounts, statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
 import { EVENT_RETENTION_MS } from './live/compact.js';
@@ -330,6 +330,14 @@ export class Engine {
     if (options.format === 'json') return plan;
     const a = plan.access;
     const accessRows = a.kind === 'scan' ? stats.rowCount(resource) : a.kind === 'range' ? stats.rangeRows(resource, a.field, conjuncts(plan.filter)) : null;
-    return explainText(plan, { sources: options.sources, accessRows });
+    const actual = actualCounts(plan, gen, {
+      visible: rowVisibility(gen, gen.store.table(resource), options.sources),
+      visibleOf: rosterVisibility(gen, options.sources),
+      sources: options.sources,
+      nowMs: this.clock(),
+      token: '',
+      base: '',
+    });
+    return explainText(plan, { sources: options.sources, accessRows, actual });
   }
 }

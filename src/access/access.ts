@@ -22,6 +22,21 @@ const STEP_ROWS = 1 << 21;
 /** Per-value bitsets kept per table (each is rowCount bits; the oldest made is dropped first). */
 const MAX_VALUE_BITSETS = 64;
 
+/** Composite counts kept per table (the oldest made is dropped first). */
+const MAX_COMPOSITE_COUNTS = 256;
+
+/** One dictionary column's codes a composite count holds rows of. */
+export interface CodeTerm {
+  readonly field: string;
+  readonly codes: readonly number[];
+}
+
+/** A composite count: the live rows holding one of each term's codes. */
+interface CompositeCount {
+  readonly terms: readonly CodeTerm[];
+  readonly count: number;
+}
+
 /**
  * A text column's value -> rows map, shared by the generations of a table: a newer generation adds
  * its appended rows (rows only ever grow), so an older one drops rows at or past its row count.
@@ -39,6 +54,7 @@ export class TableAccess {
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, TextIndex>();
+  private readonly composite = new Map<string, CompositeCount>();
   private liveCache: Uint32Array | null = null;
   private deadCountCache: number | null = null;
 
@@ -137,6 +153,31 @@ export class TableAccess {
           grown.set(counts);
           for (let r = from; r < to; r++) grown[c.codes[r]]++;
           access.countsCache.set(field, grown);
+        }
+      });
+    }
+    if (this.composite.size > 0) {
+      const prevDead = this.dead;
+      steps.push(() => {
+        // Exact under the change: less the counted rows it killed, plus the live rows it appended
+        // that hold the terms' codes (rows never change in place; a replaced one is dead).
+        const killed: number[] = [];
+        if (dead !== null) {
+          for (let w = 0; w < (from + 31) >>> 5; w++) {
+            let word = dead[w] & ~(prevDead === null ? 0 : prevDead[w]);
+            while (word !== 0) {
+              const row = (w << 5) | (31 - Math.clz32(word & -word));
+              if (row < from) killed.push(row);
+              word &= word - 1;
+            }
+          }
+        }
+        for (const [key, { terms, count }] of this.composite) {
+          const holds = rowTest(table, terms);
+          let n = count;
+          for (const row of killed) if (holds(row)) n--;
+          for (let r = from; r < to; r++) if ((dead === null || !getBit(dead, r)) && holds(r)) n++;
+          access.composite.set(key, { terms, count: n });
         }
       });
     }
@@ -266,6 +307,21 @@ export class TableAccess {
     return counts;
   }
 
+  /** A composite count kept under `key` (see `keepCount`), or undefined. */
+  keptCount(key: string): number | undefined {
+    return this.composite.get(key)?.count;
+  }
+
+  /**
+   * Keeps the number of live rows that hold one of each term's codes, under `key` (the caller's
+   * canonical spelling of the terms). The next generation's access carries it over, adjusted by
+   * the rows the change killed and appended (`next`), so it stays exact.
+   */
+  keepCount(key: string, terms: readonly CodeTerm[], count: number): void {
+    if (this.composite.size >= MAX_COMPOSITE_COUNTS) this.composite.delete(this.composite.keys().next().value!);
+    this.composite.set(key, { terms, count });
+  }
+
   /** The rows holding one code of a dictionary column, as a bitset (built on first use; dead rows included). */
   valueBits(field: string, code: number): Uint32Array {
     const key = `${field}\u0000${code}`;
@@ -280,6 +336,12 @@ export class TableAccess {
     }
     return bits;
   }
+}
+
+/** Whether a row holds one of each term's codes. */
+function rowTest(table: Table, terms: readonly CodeTerm[]): (row: number) => boolean {
+  const columns = terms.map((t) => ({ codes: table.columnOf(t.field, 'dictionary')!.codes, wanted: new Set(t.codes) }));
+  return (row) => columns.every((c) => c.wanted.has(c.codes[row]));
 }
 
 /** Adds rows [index.covered, to) of a text column to its value -> rows map. */

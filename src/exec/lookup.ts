@@ -4,7 +4,7 @@
  * rows as one more term when some rows are dead. Counting needs no bitset: a popcount of the AND,
  * word by word.
  */
-import type { TableAccess } from '../access/access.js';
+import type { CodeTerm, TableAccess } from '../access/access.js';
 import type { LookupTerm } from '../plan/plan.js';
 import { popcount32, wordsFor } from '../util/bits.js';
 
@@ -43,14 +43,56 @@ export function lookupBits(access: TableAccess, terms: readonly LookupTerm[]): U
   return out;
 }
 
-/** How many rows are in every term. */
+/**
+ * How many live rows are in every term. Kept per generation under the terms' canonical spelling
+ * (`TableAccess.keepCount`, carried exactly to the next generation), so a repeated count costs a
+ * map lookup; else the AND of the terms' bitsets, rarest first, word by word: a word the rarest
+ * term leaves empty is never read from the others.
+ */
 export function lookupCount(access: TableAccess, terms: readonly LookupTerm[]): number {
-  const all = termBits(access, terms);
-  if (all.length === 0) return 0;
+  const { table } = access;
+  const coded: CodeTerm[] = [];
+  for (const t of terms) {
+    const col = table.columnOf(t.field, 'dictionary')!;
+    const codes = [...new Set(t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0))].sort((a, b) => a - b);
+    coded.push({ field: t.field, codes });
+  }
+  coded.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
+  const key = coded.map((t) => `${t.field}\u0000${t.codes.join(',')}`).join('\u0001');
+  const kept = access.keptCount(key);
+  if (kept !== undefined) return kept;
+  const n = countAnd(access, terms);
+  access.keepCount(key, coded, n);
+  return n;
+}
+
+/** The AND count of the terms' bitsets (and the live rows), rarest term first. */
+function countAnd(access: TableAccess, terms: readonly LookupTerm[]): number {
+  if (terms.length === 0) return 0;
+  const sizes = terms.map((t) => lookupRows(access, t) ?? 0);
+  const order = terms.map((_, i) => i).sort((a, b) => sizes[a] - sizes[b]);
+  if (sizes[order[0]] === 0) return 0;
+  const all = termBits(
+    access,
+    order.map((i) => terms[i]),
+  );
   const words = all[0].length;
+  const first = all[0];
   let n = 0;
+  if (all.length === 3) {
+    // the common shape (two or three lookups, or with the live rows), without the inner loop
+    const [, b, c] = all;
+    for (let w = 0; w < words; w++) {
+      const x = first[w];
+      if (x !== 0) {
+        const y = x & b[w] & c[w];
+        if (y !== 0) n += popcount32(y);
+      }
+    }
+    return n;
+  }
   for (let w = 0; w < words; w++) {
-    let x = all[0][w];
+    let x = first[w];
     for (let t = 1; t < all.length && x !== 0; t++) x &= all[t][w];
     if (x !== 0) n += popcount32(x);
   }

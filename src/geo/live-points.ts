@@ -122,6 +122,21 @@ export class PointView {
   }
 
   /**
+   * An upper bound of the rows within `meters` of (lon, lat): the base tree's points in the
+   * circle's bounding boxes (`PointIndex.count`) and the appended points in them. Dead rows are
+   * counted too (the planner weighs paths by it; the caller filters them).
+   */
+  count(lon: number, lat: number, meters: number): number {
+    let n = this.base.count(lon, lat, meters);
+    const circle = Circle.around(lon, lat, meters);
+    if (this.appended === 0 || !circle) return n;
+    circle.boxes((minX, minY, maxX, maxY) => {
+      for (const { row } of this.tail.tree.search({ minX, minY, maxX, maxY })) if (row < this.rowCount) n++;
+    });
+    return n;
+  }
+
+  /**
    * Rows within `meters` of (lon, lat) that `accept` allows, ascending, all below rowCount: the
    * base rows (ascending from the KD-tree) and then the appended rows found, sorted (every
    * appended row is past every base row). Dead rows are the caller's business (its `accept`

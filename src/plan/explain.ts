@@ -1,16 +1,27 @@
 /**
  * A Plan as the text `engine.explain(...)` returns: one line per decision (resource, visibility,
- * access path, residual filter, order, grouping, page).
+ * access path, residual filter, order, grouping, page), then the planner's estimates and, where
+ * the backend counted them, the actual rows of the access path and matches.
  */
 import type { BoundOrderKey } from './bind.js';
 import type { BoundGrouping } from './bind-apply.js';
-import type { AccessPath, OrderStrategy, Plan } from './plan.js';
+import type { AccessPath, OrderStrategy, Plan, PlanEstimates } from './plan.js';
 
 export interface ExplainContext {
   /** The caller's sources (undefined: all). */
   readonly sources: readonly string[] | undefined;
   /** Rows the access path reads where that is known without running the query, or null. */
   readonly accessRows: number | null;
+  /** What running the plan found, where the backend counted it. */
+  readonly actual?: ActualCounts;
+}
+
+/** Counted on the data, beside the plan's estimates. */
+export interface ActualCounts {
+  /** Rows the access path yields (before visibility and the residual filter). */
+  readonly access: number;
+  /** Rows matching the whole filter that the caller sees. */
+  readonly matches: number;
 }
 
 export function explainText(plan: Plan, ctx: ExplainContext): string {
@@ -22,8 +33,17 @@ export function explainText(plan: Plan, ctx: ExplainContext): string {
     `order: ${describeOrder(plan.strategy, plan.order)}`,
     ...(plan.grouping ? [`apply: ${describeGrouping(plan.grouping)}`] : []),
     `page: skip ${plan.page.skip}, up to ${plan.page.rows} rows`,
+    ...(plan.estimates ? [`estimates: ${describeEstimates(plan.estimates)}`] : []),
+    ...(ctx.actual ? [`actual: access path ${ctx.actual.access} rows, ${ctx.actual.matches} matches`] : []),
   ];
   return lines.join('\n');
+}
+
+/** The planner's estimates: each sized conjunct, the access path, the matches, and the order's weighing. */
+function describeEstimates(e: PlanEstimates): string {
+  const conjuncts = e.conjuncts.map((c) => `${c.what} ≤ ${c.rows}`).join(', ');
+  const order = e.order ? `; ordered walk ~${e.order.walk} rows visited, collect + heap ~${e.order.collect}` : '';
+  return `${conjuncts ? `${conjuncts}; ` : ''}access path ≤ ${Math.round(e.access)} rows, ~${e.matches} matches of ${e.rows}${order}`;
 }
 
 function describeAccess(s: AccessPath, size: number | null): string {

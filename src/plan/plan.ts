@@ -28,7 +28,7 @@ export interface LookupTerm {
   readonly values: readonly string[];
 }
 
-/** Where candidate rows come from (the planner picks the smallest by its statistics). */
+/** Where candidate rows come from (the planner picks the cheapest by its statistics). */
 export type AccessPath =
   | { readonly kind: 'scan' }
   /** A top-level search.text conjunct: its postings. */
@@ -71,6 +71,32 @@ export interface Page {
   readonly top: number | undefined;
 }
 
+/** One top-level conjunct the statistics could size, as explain shows it. */
+export interface ConjunctEstimate {
+  /** The conjunct in short (`StandardStatus in ('Active')`, `geo Location 5000 m`, `range ListPrice`). */
+  readonly what: string;
+  /** Rows it allows: an upper bound (exact for lookups, ranges, text and postings; a bounding-box count for a circle). */
+  readonly rows: number;
+}
+
+/**
+ * What the planner estimated before running anything (PlanStatistics), and what it chose by: the
+ * rows each sized conjunct allows, the rows the access path yields, the matches of the whole
+ * filter (the conjuncts taken as independent), and, where an ordered walk was weighed against
+ * collecting the access path's rows into a top-k heap, the rows each would visit.
+ */
+export interface PlanEstimates {
+  /** Rows of the table (dead ones included). */
+  readonly rows: number;
+  readonly conjuncts: readonly ConjunctEstimate[];
+  /** Rows the chosen access path yields before the residual filter. */
+  readonly access: number;
+  /** Rows matching the whole filter, estimated. */
+  readonly matches: number;
+  /** An ordered walk's visits against collecting and a heap, in rows visited. */
+  readonly order?: { readonly walk: number; readonly collect: number };
+}
+
 export interface Plan {
   /** The resource of the rows returned: the queried one, or a navigation path's target (Media for `Property('K')/PreferredMedia`). */
   readonly resource: QueryResource | ChildResourceName;
@@ -97,4 +123,6 @@ export interface Plan {
   readonly expand: readonly BoundExpansion[] | null;
   /** $apply's groupby/aggregate step: the response rows are then its groups. */
   readonly grouping: BoundGrouping | null;
+  /** The statistics the access path and order were chosen by (absent for a navigation path). */
+  readonly estimates?: PlanEstimates;
 }

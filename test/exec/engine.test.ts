@@ -274,9 +274,13 @@ describe('the plan', () => {
     expect(engine.explain('Property', "$filter=geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000 and ListPrice gt 100000")).toContain(
       'kd-tree Location',
     );
+    // the smaller of the postings and the circle (counted on the KD-tree) feeds the rows
+    expect(
+      engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 500000"),
+    ).toContain('candidates: search.text(RawAddressSearchText');
     expect(
       engine.explain('Property', "$filter=search.text(RawAddressSearchText,'1 main st') and geo.distance(Location, geography'POINT(-122.3 47.6)') le 5000"),
-    ).toContain('candidates: search.text(RawAddressSearchText');
+    ).toContain('candidates: kd-tree Location');
     expect(engine.explain('Property', '$filter=ListPrice gt 2000000 and BedroomsTotal ge 2&$count=true&$orderby=ListPrice')).toContain(
       'candidates: range of ListPrice',
     );

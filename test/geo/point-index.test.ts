@@ -78,6 +78,8 @@ describe('PointIndex.within agrees with brute force', () => {
       const got = [...index.within(qLon, qLat, meters)];
       const want = bruteWithin(lon, lat, has, qLon, qLat, meters);
       expect(got, `${qLon},${qLat} ${meters}`).toEqual(want);
+      // the planner's count: exact, though it tests only the points along the circle's edge
+      expect(index.count(qLon, qLat, meters), `count ${qLon},${qLat} ${meters}`).toBe(want.length);
       if (want.length) nonEmpty++;
     }
     expect(nonEmpty).toBeGreaterThan(100);
@@ -117,5 +119,48 @@ describe('PointIndex.within agrees with brute force', () => {
     const empty = new PointIndex(new Float64Array(3), new Float64Array(3), () => false);
     expect(empty.size).toBe(0);
     expect([...empty.within(0, 0, 1e7)]).toEqual([]);
+  });
+});
+
+describe('dense circles: subtrees inside the circle are taken whole', () => {
+  // 60k points in a 0.2° square: a 10 km circle holds tens of thousands, most in whole subtrees
+  const rng = new Rng('dense');
+  const n = 60000;
+  const lon = new Float64Array(n);
+  const lat = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    lon[i] = -122.33 + rng.range(-0.1, 0.1);
+    lat[i] = 47.6 + rng.range(-0.1, 0.1);
+  }
+  const index = new PointIndex(lon, lat, () => true);
+
+  it('within, count and a predicate agree with brute force, also a hair around the edge', () => {
+    const q = new Rng('dense-queries');
+    for (let i = 0; i < 30; i++) {
+      const qLon = -122.33 + q.range(-0.05, 0.05);
+      const qLat = 47.6 + q.range(-0.05, 0.05);
+      // a radius that puts one point exactly on the edge
+      const edge = haversineMeters(qLon, qLat, lon[i], lat[i]);
+      for (const meters of [q.pick([100, 1000, 3000, 6000, 12000, 40000]), edge, edge * (1 - 1e-12)]) {
+        // at the edge the contract's formula itself decides (2R·asin(√h), distance.ts)
+        const want: number[] = [];
+        for (let r = 0; r < n; r++) if (haversineMeters(qLon, qLat, lon[r], lat[r]) <= meters) want.push(r);
+        expect([...index.within(qLon, qLat, meters)], `${qLon},${qLat} ${meters}`).toEqual(want);
+        expect(index.count(qLon, qLat, meters)).toBe(want.length);
+        const odd = (r: number): boolean => r % 2 === 1;
+        expect([...index.within(qLon, qLat, meters, odd)]).toEqual(want.filter(odd));
+      }
+    }
+  });
+
+  it('a predicate that queries the same index again gets its own answer', () => {
+    const inner = index.within(-122.33, 47.6, 2000);
+    const innerSet = new Set(inner);
+    let nested = 0;
+    const got = index.within(-122.33, 47.6, 3000, (r) => {
+      nested++;
+      return nested % 100 === 0 ? index.within(-122.33, 47.6, 2000).length === inner.length && innerSet.has(r) : innerSet.has(r);
+    });
+    expect([...got]).toEqual([...inner]);
   });
 });
