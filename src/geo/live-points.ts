@@ -8,9 +8,7 @@
  * Both trees answer through the same `Circle` (its bounding boxes and its exact point test), so a
  * point counts the same whether it is a base row or an appended one.
  */
-// rbush 4 ships no types (and @types/rbush is not a dependency): `RTree` below types the part used.
-// @ts-expect-error TS7016, the module is untyped
-import RBushModule from 'rbush';
+import RBush from 'rbush';
 import { Circle, cosLat, type PointIndex } from './point-index.js';
 
 /** What one change appends to a point column. */
@@ -33,20 +31,7 @@ interface Item {
   readonly row: number;
 }
 
-interface Box {
-  readonly minX: number;
-  readonly minY: number;
-  readonly maxX: number;
-  readonly maxY: number;
-}
-
-/** The part of rbush's tree this file uses. */
-interface RTree {
-  insert(item: Item): unknown;
-  load(items: readonly Item[]): unknown;
-  search(box: Box): Item[];
-}
-const RBush = RBushModule as unknown as new () => RTree;
+type RTree = RBush<Item>;
 
 /** The appended points of a line of generations: one tree, its items in row order. */
 class Appended {
@@ -62,7 +47,7 @@ class Appended {
 
   /** A tree bulk-loaded with `items` (rbush's `load` into an empty tree: its best-built tree). */
   static load(items: Item[], rows: number): Appended {
-    const tree = new RBush();
+    const tree = new RBush<Item>();
     tree.load(items);
     return new Appended(tree, items, rows);
   }
