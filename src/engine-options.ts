@@ -55,6 +55,8 @@ export interface QueryOptions {
   readonly odataVersion?: ODataVersion;
   /** Called with the plan the query runs (the service's metrics and access log name its access path); the in-memory engine calls it. */
   readonly onPlan?: (plan: Plan) => void;
+  /** Called after the query ran with the rows it tested one by one (for metrics; counting costs a little, so only when asked). */
+  readonly onExecuted?: (stats: { readonly rowsScanned: number }) => void;
 }
 
 export interface ExplainOptions extends QueryOptions {

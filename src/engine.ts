@@ -233,6 +233,11 @@ export class Engine {
     return out;
   }
 
+  /** Compactions run since the engine opened, and the seconds they took in all. */
+  get compactions(): { readonly count: number; readonly seconds: number } {
+    return { ...this.compactor.done };
+  }
+
   /** The engine clock's current instant, epoch ms. */
   now(): number {
     return this.clock();
@@ -292,7 +297,9 @@ export class Engine {
     const plan = this.plans.plan(request, statisticsOf(gen));
     options.onPlan?.(plan);
     const sources = options.sources;
+    const stats = options.onExecuted === undefined ? undefined : { rowsScanned: 0 };
     const result = execute(plan, gen, {
+      stats,
       visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
       visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
       sources,
@@ -302,6 +309,7 @@ export class Engine {
       version: options.odataVersion,
     });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
+    if (stats !== undefined) options.onExecuted!(stats);
     return result;
   }
 

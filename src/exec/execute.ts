@@ -57,6 +57,8 @@ export interface ExecContext {
   readonly base: string;
   /** The OData version the envelope is written for (default 4.01). */
   readonly version?: ODataVersion;
+  /** When given, counts the rows the query tested one by one (filters and visibility; bitset and index arithmetic is not counted). */
+  readonly stats?: { rowsScanned: number };
 }
 
 /** What a plan needs of one generation. */
@@ -182,8 +184,14 @@ class QueryRun {
 
   acceptWith(ev: Evaluator | null): (row: number) => boolean {
     const visible = this.ctx.visible;
-    if (ev === null) return visible ?? acceptEvery;
-    return visible === null ? (row) => ev(row) === true : (row) => visible(row) && ev(row) === true;
+    const accept =
+      ev === null ? (visible ?? acceptEvery) : visible === null ? (row: number) => ev(row) === true : (row: number) => visible(row) && ev(row) === true;
+    const stats = this.ctx.stats;
+    if (stats === undefined) return accept;
+    return (row) => {
+      stats.rowsScanned++;
+      return accept(row);
+    };
   }
 
   acceptAll(): (row: number) => boolean {

@@ -23,6 +23,8 @@ export class Compactor {
   private baseRows!: Record<ResourceName, number>;
   /** Whether a compaction this compactor started itself is under way. */
   private running = false;
+  /** Compactions run so far, and the seconds they took in all (the service's metrics). */
+  done = { count: 0, seconds: 0 };
 
   constructor(
     private readonly generations: Generations,
@@ -48,7 +50,9 @@ export class Compactor {
     return this.writer.exclusive(async () => {
       const g = this.generations.current;
       if (g.id === this.baseId) return;
+      const started = performance.now();
       const { store, indexes } = await runYielding(compactSteps(g.store, g.access, this.retention()));
+      this.done = { count: this.done.count + 1, seconds: this.done.seconds + (performance.now() - started) / 1000 };
       const compacted: Generation = { id: this.generations.nextId(), store, access: new StoreAccess(store, indexes) };
       this.writer.rebase();
       this.setBase(compacted);

@@ -305,6 +305,7 @@ export function createHandler(options: HandlerOptions): Handler {
       base: `${base}${DATA_PREFIX}/`,
       odataVersion: version,
       onPlan: (plan) => (facts.plan = plan.access.kind),
+      onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
     });
     facts.rows = result.value.length;
     return envelopeResponse(result, applied);
@@ -347,6 +348,7 @@ export function createHandler(options: HandlerOptions): Handler {
       base: `${base}${DATA_PREFIX}/`,
       odataVersion: version,
       onPlan: (plan) => (facts.plan = plan.access.kind),
+      onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
     });
     facts.rows = result.value.length;
     return envelopeResponse(result, applied);
@@ -637,7 +639,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const service: ServiceHandler = async (request) => {
     const started = performance.now();
     const requestId = requestIdOf(request);
-    const facts: RequestFacts = { account: null, plan: null, rows: null, errorCode: null };
+    const facts: RequestFacts = { account: null, plan: null, rows: null, scanned: null, errorCode: null };
     const negotiated = negotiate(request);
     let response = cors?.preflight(request) ?? null;
     if (response === null) {

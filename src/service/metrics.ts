@@ -75,6 +75,8 @@ export interface RequestFacts {
   account: string | null;
   plan: string | null;
   rows: number | null;
+  /** Rows the engine tested one by one for the query (null: not a query, or a backend that does not count). */
+  scanned: number | null;
   /** The error code of an error response. */
   errorCode: string | null;
 }
@@ -86,6 +88,7 @@ export class Metrics {
   private readonly bytes: Counter<'route'>;
   private readonly plans: Counter<'resource' | 'access'>;
   private readonly rows: Counter<'resource'>;
+  private readonly scanned: Counter<'resource'>;
   private readonly loginFailures: Counter;
   private readonly throttled: Counter<'kind'>;
   private readonly token: Buffer | null;
@@ -132,6 +135,12 @@ export class Metrics {
       labelNames: ['resource'],
       registers,
     });
+    this.scanned = new Counter({
+      name: 'reso_query_rows_scanned_total',
+      help: 'Rows queries tested one by one (filters and visibility over candidate rows; bitset and index arithmetic is not counted), by resource.',
+      labelNames: ['resource'],
+      registers,
+    });
     this.loginFailures = new Counter({ name: 'reso_login_failures_total', help: 'POST /v1/token with a wrong username or password.', registers });
     this.throttled = new Counter({
       name: 'reso_throttled_total',
@@ -157,6 +166,19 @@ export class Metrics {
         const memory = memoryEngineOf(engine);
         if (memory === null) return;
         for (const table of RESOURCE_NAMES) if (RESOURCES.has(table)) this.set({ table }, memory.count(table as 'Property', ''));
+      },
+    });
+    new Gauge({
+      name: 'reso_engine_compactions',
+      help: 'Compactions of the in-memory engine since it opened (count) and the seconds they took in all (seconds).',
+      labelNames: ['of'],
+      registers,
+      collect() {
+        const memory = memoryEngineOf(engine);
+        if (memory === null) return;
+        const { count, seconds } = memory.compactions;
+        this.set({ of: 'count' }, count);
+        this.set({ of: 'seconds' }, seconds);
       },
     });
     new Gauge({
@@ -212,6 +234,7 @@ export class Metrics {
     if (bytes > 0) this.bytes.inc({ route: name.route }, bytes);
     if (facts.plan !== null) this.plans.inc({ resource, access: facts.plan });
     if (facts.rows !== null && facts.rows > 0) this.rows.inc({ resource }, facts.rows);
+    if (facts.scanned !== null && facts.scanned > 0) this.scanned.inc({ resource }, facts.scanned);
     if (facts.errorCode === 'InvalidCredentials') this.loginFailures.inc();
     else if (facts.errorCode === 'TooManyLoginAttempts') this.throttled.inc({ kind: 'login' });
     else if (facts.errorCode === 'RateLimited') this.throttled.inc({ kind: 'rate' });

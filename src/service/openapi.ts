@@ -82,6 +82,31 @@ function document(): Json {
     ],
     security: [{ bearer: [] }],
     paths: {
+      '/': {
+        get: {
+          tags: ['explorer'],
+          summary: 'The explorer page (also at /explorer): a browser client of this API, served from the package.',
+          security: [],
+          responses: { '200': { description: 'HTML.', content: { 'text/html': { schema: { type: 'string' } } } }, '304': { description: 'Not modified.' } },
+        },
+      },
+      '/explorer': {
+        get: {
+          tags: ['explorer'],
+          summary: 'The explorer page.',
+          security: [],
+          responses: { '200': { description: 'HTML.', content: { 'text/html': { schema: { type: 'string' } } } }, '304': { description: 'Not modified.' } },
+        },
+      },
+      '/explorer/{file}': {
+        parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
+        get: {
+          tags: ['explorer'],
+          summary: "The page's scripts, style sheet and icon.",
+          security: [],
+          responses: { '200': { description: 'The file.' }, '304': { description: 'Not modified.' }, '404': errorRef('NotFound') },
+        },
+      },
       '/health': {
         get: {
           tags: ['operations'],
@@ -263,6 +288,23 @@ function document(): Json {
             },
           },
           responses: { '200': json(ref('ChangeSummary'), 'Applied.'), ...DATA_ERRORS, '404': errorRef('NotFound'), '413': errorRef('TooLarge') },
+        },
+      },
+      '/v1/listings/explain/{resource}': {
+        parameters: [{ name: 'resource', in: 'path', required: true, schema: { type: 'string', enum: RESOURCES } }],
+        get: {
+          tags: ['data'],
+          summary: "The plan the collection query would run with for the account's sources, as text (no row counts).",
+          parameters: [...collectionOptions, ...dataHeaders],
+          responses: {
+            '200': json(
+              { type: 'object', required: ['resource', 'plan'], properties: { resource: { type: 'string' }, plan: { type: 'string' } } },
+              'The plan.',
+            ),
+            ...DATA_ERRORS,
+            '404': errorRef('NotFound'),
+            '501': { description: 'The backend cannot explain (ExplainUnavailable).' },
+          },
         },
       },
       '/admin/clock': {

@@ -219,8 +219,18 @@ onOwnCluster('a stopped and restarted server', {}, (world) => {
     const before = await call(handler, path, { token });
     expect(before.status).toBe(200);
     expect(before.json.value.length).toBe(5);
+    // readiness reports the pool and a SELECT 1 answered
+    const ready = await call(handler, '/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.text).toContain('"ok":true');
+    expect(ready.text).toContain('"pool"');
 
     await cluster.kill();
+    const down = await call(handler, '/ready');
+    expect(down.status).toBe(503);
+    expect(down.json.ready).toBe(false);
+    expect(down.json.reasons.join(' ')).toContain('the database does not answer');
+    expect((await call(handler, '/health')).status).toBe(200);
     for (const p of [path, `${DATA}/Property('${before.json.value[0].ListingKey}')`, `${DATA}/Property/$count`, `${DATA}/Media?$top=1`]) {
       expectUnavailable(await call(handler, p, { token }));
     }
@@ -234,6 +244,7 @@ onOwnCluster('a stopped and restarted server', {}, (world) => {
     const after = await call(handler, path, { token });
     expect(after.status).toBe(200);
     expect(after.text).toBe(before.text);
+    expect((await call(handler, '/ready')).status).toBe(200);
     expect(errors).toEqual([]);
   });
 });

@@ -6,7 +6,8 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { serve } from '../../src/adapters/http.js';
 import { openApiDocument } from '../../src/service/openapi.js';
-import { BASE, call, expectErrorShape, login, makeHandler } from './helpers.js';
+import { Engine } from '../../src/engine.js';
+import { BASE, call, expectErrorShape, login, makeHandler, NOW } from './helpers.js';
 
 /** A destination that keeps pino's lines. */
 function captured(): { lines: Array<Record<string, unknown>>; raw: string[]; destination: { write(line: string): void } } {
@@ -49,6 +50,9 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/reso_http_request_duration_seconds_bucket\{le="\+Inf",route="collection",resource="Property",status="200"\} 1/);
     expect(text).toMatch(/reso_query_plans_total\{resource="Property",access="[a-z]+"\} 1/);
     expect(text).toMatch(/reso_query_rows_returned_total\{resource="Property"\} [1-3]/);
+    // the scan in key order tested rows until the page was full (4 rows: 3 and one more)
+    expect(Number(/reso_query_rows_scanned_total\{resource="Property"\} (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(4);
+    expect(text).toMatch(/reso_engine_compactions\{of="count"\} 0/);
     expect(text).toMatch(/reso_engine_generation 0/);
     expect(text).toMatch(/reso_engine_rows\{table="Property"\} \d+/);
     expect(text).toMatch(/reso_process_memory_bytes\{kind="heap_used"\} \d+/);
@@ -57,6 +61,19 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/reso_throttled_total\{kind="login"\} 1/);
     expect(text).not.toContain('Tampa');
     expect(text).not.toContain('metrics-secret');
+  });
+
+  it('counts compactions and the seconds they took', async () => {
+    const engine = await Engine.open({ now: () => new Date(NOW) });
+    const { handler } = await makeHandler({ engine, metrics: { token: 'metrics-secret' } });
+    const [key] = engine.keys('Property');
+    await engine.remove('Property', [key]);
+    await engine.compact();
+    expect(engine.compactions.count).toBe(1);
+    expect(engine.compactions.seconds).toBeGreaterThan(0);
+    const text = (await call(handler, '/metrics', { headers: { authorization: 'Bearer metrics-secret' } })).text;
+    expect(text).toMatch(/reso_engine_compactions\{of="count"\} 1/);
+    expect(Number(/reso_engine_compactions\{of="seconds"\} ([0-9.e-]+)/.exec(text)?.[1])).toBeGreaterThan(0);
   });
 
   it('loopback clients by default over a real server; off is a 404; each handler has its own registry', async () => {
@@ -217,6 +234,10 @@ describe('OpenAPI', () => {
       ['GET', "/v1/listings/data/Property('X')/Media"],
       ['GET', "/v1/listings/data/Property('X')/ListAgent"],
       ['POST', '/v1/listings/data/$changes'],
+      ['GET', '/v1/listings/explain/Property'],
+      ['GET', '/'],
+      ['GET', '/explorer'],
+      ['GET', '/explorer/app.js'],
     ];
     for (const [method, path] of answered) {
       const c = await call(handler, path, {
