@@ -299,14 +299,22 @@ export function createHandler(options: HandlerOptions): Handler {
   ) {
     const prefer = maxPageSizeOf(request.header('prefer'));
     const applied = prefer === undefined ? undefined : Math.min(prefer, TOP_LIMITS[resource]);
-    const result = await engine.query(resource, decoded, {
+    return pageResponse(await engine.query(resource, decoded, pageOptions(session, applied, base, version, facts)), applied, facts);
+  }
+
+  /** What a page of a collection or a navigation path asks of the engine; the plan and rows scanned go to `facts`. */
+  function pageOptions(session: Session, applied: number | undefined, base: string, version: ODataVersion, facts: RequestFacts): QueryOptions {
+    return {
       sources: session.sources,
       maxPageSize: applied,
       base: `${base}${DATA_PREFIX}/`,
       odataVersion: version,
       onPlan: (plan) => (facts.plan = plan.access.kind),
       onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
-    });
+    };
+  }
+
+  function pageResponse(result: QueryResult, applied: number | undefined, facts: RequestFacts): ServiceResponse {
     facts.rows = result.value.length;
     return envelopeResponse(result, applied);
   }
@@ -342,16 +350,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const target = Object.hasOwn(NAVIGATION_PROPERTIES, name) ? NAVIGATION_PROPERTIES[name as keyof typeof NAVIGATION_PROPERTIES] : null;
     const limit = target === null || target === 'Member' || target === 'Office' ? undefined : NAVIGATION_TOP_LIMITS[target];
     const applied = prefer === undefined || limit === undefined ? prefer : Math.min(prefer, limit);
-    const result = await engine.navigate('Property', key, name, decoded, {
-      sources: session.sources,
-      maxPageSize: applied,
-      base: `${base}${DATA_PREFIX}/`,
-      odataVersion: version,
-      onPlan: (plan) => (facts.plan = plan.access.kind),
-      onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
-    });
-    facts.rows = result.value.length;
-    return envelopeResponse(result, applied);
+    return pageResponse(await engine.navigate('Property', key, name, decoded, pageOptions(session, applied, base, version, facts)), applied, facts);
   }
 
   /** The engine's envelope, written with its records streamed (large pages are chunked). */
