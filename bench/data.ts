@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Engine } from '../src/engine.js';
 import { generateDataset } from '../src/generate/dataset.js';
 
 export const BENCH_SEED = 'bench';
@@ -27,4 +28,12 @@ export function benchDataset(size: number, log: (line: string) => void, seed = B
     },
   });
   return dir;
+}
+
+/** The bench data set of `size` listings loaded into an engine at the bench clock, with its label ('100k'). */
+export async function loadedBenchEngine(size: number, log: (line: string) => void): Promise<{ engine: Engine; label: string }> {
+  const dir = benchDataset(size, log);
+  log(`loading ${size.toLocaleString('en-US')} listings`);
+  const engine = await Engine.open({ data: dir, now: () => new Date('2025-06-01T00:00:00Z') });
+  return { engine, label: `${size / 1000}k` };
 }

@@ -5,8 +5,7 @@
  * from the records — as its baseline. Pages: the first 200 listings by key, and 200 listings
  * ordered by ListPrice desc with a filter (the typical search-results page).
  */
-import { Engine } from '../src/engine.js';
-import { benchDataset } from './data.js';
+import { loadedBenchEngine } from './data.js';
 import { timeTasks, type BenchFile, type BenchRow } from './lib.js';
 
 type Rec = Record<string, unknown>;
@@ -23,10 +22,7 @@ const bench: BenchFile = {
   async run(options) {
     const rows: BenchRow[] = [];
     for (const size of options.sizes) {
-      const dir = benchDataset(size, options.log);
-      options.log(`loading ${size.toLocaleString('en-US')} listings`);
-      const engine = await Engine.open({ data: dir, now: () => new Date('2025-06-01T00:00:00Z') });
-      const label = `${size / 1000}k`;
+      const { engine, label } = await loadedBenchEngine(size, options.log);
       const pages: Array<[string, string]> = [
         ['first 200 by key', '$top=200'],
         ['200 Active by ListPrice desc', "$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc&$top=200"],

@@ -6,11 +6,10 @@
  * same texts. The rotating queries cycle through more texts than the cache keeps (2,000 against
  * 512), so none of them is an exact hit.
  */
-import { Engine } from '../src/engine.js';
 import { statisticsOf } from '../src/exec/statistics.js';
 import type { Generation } from '../src/access/generation.js';
 import { planQuery } from '../src/plan/planner.js';
-import { benchDataset } from './data.js';
+import { loadedBenchEngine } from './data.js';
 import { timeTasks, type BenchFile, type BenchRow } from './lib.js';
 
 const TEXTS = 2000;
@@ -20,10 +19,7 @@ const bench: BenchFile = {
   async run(options) {
     const rows: BenchRow[] = [];
     for (const size of options.sizes) {
-      const dir = benchDataset(size, options.log);
-      options.log(`loading ${size.toLocaleString('en-US')} listings`);
-      const engine = await Engine.open({ data: dir, now: () => new Date('2025-06-01T00:00:00Z') });
-      const label = `${size / 1000}k`;
+      const { engine, label } = await loadedBenchEngine(size, options.log);
       const keys = engine.keys('Property').slice(0, TEXTS);
       const ids = keys.map((k) => engine.query('Property', `$filter=ListingKey eq '${k}'&$select=ListingId`).value[0].ListingId as string);
       const q10 = ids.map((id) => `$filter=ListingId eq '${id}'&$select=ListingKey`);
