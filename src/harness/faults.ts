@@ -239,6 +239,11 @@ export class Faults implements FaultSet {
     };
   }
 
+  /** No rule is set. */
+  get empty(): boolean {
+    return this.rules.length === 0;
+  }
+
   list(): Array<{ readonly rule: FaultRule; readonly matched: number; readonly fired: number }> {
     return this.rules.map((r) => ({ rule: r.rule, matched: r.matched, fired: r.fired }));
   }

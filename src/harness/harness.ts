@@ -268,11 +268,10 @@ export class Harness {
     const loginName = login ? await usernameOf(request) : null;
     if (login) account = loginName;
     const target = url.pathname + url.search;
-    const decision = this.faults.decide({
-      method: request.method,
-      path: url.pathname,
-      options: splitQuery(decodeQueryOptions(url.search.slice(1))).map((o) => o.name),
-    });
+    // without rules nothing is drawn, and the query is not split into its options
+    const decision = this.faults.empty
+      ? null
+      : this.faults.decide({ method: request.method, path: url.pathname, options: splitQuery(decodeQueryOptions(url.search.slice(1))).map((o) => o.name) });
     let response: Response;
     let rateHeaders: Record<string, string> = {};
     try {

@@ -217,13 +217,16 @@ export async function prepareSearchSql(
   if (words.byTerm.length < query.minMatches) return { test: 'false', score: float8(0), join: '' };
 
   const all = params.add(words.word, 'text[]');
+  // Each term's words and min_matches are bound once; the score's subquery tests its own alias with the same parameters.
+  let counted: { readonly terms: string[]; readonly min: string } | undefined;
   const testOf = (row: string): string => {
     const tokens = `${row}.${tokensColumn(node.field)}`;
     if (words.exact.every((e) => e) && query.minMatches === query.terms.length) return `(${tokens} @> ${all})`;
     if (query.minMatches === 1) return `(${tokens} && ${all})`;
+    counted ??= { terms: words.byTerm.map((w) => params.add(w, 'text[]')), min: params.add(query.minMatches, 'int') };
     // A term matches when the row holds any of its words; the first test only lets the GIN index find candidates.
-    const matched = words.byTerm.map((w) => `(${tokens} && ${params.add(w, 'text[]')})::int`).join(' + ');
-    return `(${tokens} && ${all} AND ${matched} >= ${params.add(query.minMatches, 'int')})`;
+    const matched = counted.terms.map((p) => `(${tokens} && ${p})::int`).join(' + ');
+    return `(${tokens} && ${all} AND ${matched} >= ${counted.min})`;
   };
   const test = testOf(alias);
 
