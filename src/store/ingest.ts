@@ -198,6 +198,54 @@ export class TableBuilder {
     if (this.scanObject(value as Record<string, unknown>, line)) this.finishRecord(line);
   }
 
+  // ---- records from other columns -----------------------------------------------------------
+
+  /**
+   * The slot of a declared field, for `put*`: a record assembled from values that are already
+   * typed (the load's EntityEvent log, made from the loaded tables) skips JSON text altogether.
+   */
+  slotOf(name: string): number {
+    const slot = this.byName.get(name);
+    if (slot === undefined || slot.def.origin === 'local') throw new Error(`${this.resource} declares no field ${name}`);
+    return slot.index;
+  }
+
+  /** Starts a record whose strings are byte ranges of `src`; then `put*` per field and `endRecord`. */
+  beginRecord(src: Buffer): void {
+    this.recordNo++;
+    this.scratch.reset(src);
+  }
+
+  private put(slot: number, tag: number): number {
+    const sc = this.scratch;
+    const k = sc.push(slot);
+    const role = this.slots[slot].role;
+    if (role !== R_NONE) sc.roleAt[role] = k;
+    sc.tag[k] = tag;
+    return k;
+  }
+
+  /** A string field: the valid UTF-8 bytes src[s, e). */
+  putString(slot: number, s: number, e: number): void {
+    const k = this.put(slot, T_STR);
+    this.scratch.s[k] = s;
+    this.scratch.e[k] = e;
+  }
+
+  /** A number field (an integer for an integer field: the caller's guarantee). */
+  putNumber(slot: number, value: number): void {
+    this.scratch.num[this.put(slot, T_NUM)] = value;
+  }
+
+  putNull(slot: number): void {
+    this.put(slot, T_NULL);
+  }
+
+  /** Checks the key (and parent) and commits the record, as for a record read from JSON. */
+  endRecord(line: number): void {
+    this.finishRecord(line);
+  }
+
   private fail(code: string, line: number, field: string | null, reason: string): false {
     const err = new DataError({ code, file: this.file, line, field, reason });
     if (this.strict) throw err;

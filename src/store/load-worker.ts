@@ -3,6 +3,7 @@
  * thirds of a data set's bytes) into a segment with its parent link kept as text, while the main
  * thread loads Property; then transfers the segment's buffers back. See load.ts.
  */
+import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ChildResourceName } from '../schema/types.js';
 import { DataError, type DataErrorInfo } from './errors.js';
@@ -12,6 +13,50 @@ import { readRecords, type FileFormat } from './read.js';
 import { packTable, type PackedTable } from './transfer.js';
 
 export const WORKER_KIND = 'reso-engine:load-child';
+
+/** One timed step of a load (diagnostics: the load bench prints them). */
+export interface LoadPhase {
+  /** The thread that ran it. */
+  readonly thread: 'main' | 'worker';
+  readonly name: string;
+  readonly wallMs: number;
+  /** CPU time of the thread (Linux; NaN elsewhere): with other processes busy, wall time overstates the work. */
+  readonly cpuMs: number;
+}
+
+/** This thread's CPU time in ms, from /proc/thread-self/stat (utime + stime in clock ticks), or NaN. */
+function threadCpuMs(): number {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Times consecutive phases of one thread; inert without a sink. */
+export class PhaseClock {
+  private wall = performance.now();
+  private cpu: number;
+
+  constructor(
+    private readonly thread: LoadPhase['thread'],
+    private readonly sink: ((phase: LoadPhase) => void) | undefined,
+  ) {
+    this.cpu = sink === undefined ? 0 : threadCpuMs();
+  }
+
+  /** Ends the current phase as `name` and starts the next. */
+  lap(name: string): void {
+    if (this.sink === undefined) return;
+    const wall = performance.now();
+    const cpu = threadCpuMs();
+    this.sink({ thread: this.thread, name, wallMs: wall - this.wall, cpuMs: cpu - this.cpu });
+    this.wall = wall;
+    this.cpu = cpu;
+  }
+}
 
 export interface ChildJob {
   readonly kind: typeof WORKER_KIND;
@@ -23,6 +68,8 @@ export interface ChildJob {
   readonly bytesTotal: number;
   readonly skipBadRecords: boolean;
   readonly fastPath: boolean | undefined;
+  /** Report phase timings in the done message. */
+  readonly timed: boolean;
 }
 
 export interface ChildDone {
@@ -33,12 +80,15 @@ export interface ChildDone {
   readonly localFields: LocalFieldInfo[];
   readonly ignoredFields: Record<string, number>;
   readonly bytesRead: number;
+  readonly phases: LoadPhase[];
 }
 
 export type ChildMessage =
   { readonly type: 'progress'; readonly bytesRead: number; readonly records: number } | ChildDone | { readonly type: 'failed'; readonly reason: string };
 
 async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
+  const phases: LoadPhase[] = [];
+  const clock = new PhaseClock('worker', job.timed ? (p) => phases.push(p) : undefined);
   const skipLog = new SkipLog();
   const b = new TableBuilder(job.resource, { skipBadRecords: job.skipBadRecords, skipLog, now: () => 0, deferParent: true, fastPath: job.fastPath });
   b.file = job.label;
@@ -67,8 +117,11 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
     post({ type: 'failed', reason: err instanceof DataError ? err.message : String(err) });
     return;
   }
+  clock.lap(`${job.resource} read`);
   const table = b.finish();
+  clock.lap(`${job.resource} finish`);
   const { packed, transfer } = packTable(table);
+  clock.lap(`${job.resource} pack`);
   post(
     {
       type: 'done',
@@ -78,6 +131,7 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
       localFields: b.localFields(),
       ignoredFields: b.ignoredFields(),
       bytesRead,
+      phases,
     },
     transfer,
   );
