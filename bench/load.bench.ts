@@ -2,9 +2,12 @@
  * Loading a data directory into the column store: listings per second and the bytes the store
  * retains per listing (V8 heap plus array buffers, measured around a forced GC), beside the JSON
  * bytes per listing of the files. Two loads: the default one (Media in a worker thread beside
- * Property) for speed, and a one-thread load for speed and memory (buffers a worker allocated and
- * transferred are not counted in this thread's `arrayBuffers`). Baseline (at 100k and below): a
- * naive store that keeps every record as a parsed JavaScript object (readline + JSON.parse).
+ * Property) for speed, with the listings' search and point indexes as `Engine.open({ data })`
+ * builds them (while the worker parses Media), and a one-thread load of the store alone for speed
+ * and memory (buffers a worker allocated and transferred are not counted in this thread's
+ * `arrayBuffers`). The default load logs its phases: wall and CPU time per thread, since other
+ * processes on a shared machine stretch wall time. Baseline (at 100k and below): a naive store
+ * that keeps every record as a parsed JavaScript object (readline + JSON.parse).
  *
  * Data: bench/.cache/bench-<size>/ (generated on first use, see data.ts). RESO_BENCH_DATA may name
  * an existing data directory; it is used for the size equal to its number of listings.
@@ -12,8 +15,10 @@
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { buildStoreIndexes, StoreAccess, type StoreIndexes } from '../src/access/access.js';
 import { RESOURCE_NAMES } from '../src/schema/types.js';
 import { loadDataDirectory } from '../src/store/load.js';
+import type { LoadPhase } from '../src/store/load-worker.js';
 import type { Store } from '../src/store/store.js';
 import { benchDataset } from './data.js';
 import type { BenchFile, BenchOptions, BenchRow } from './lib.js';
@@ -68,7 +73,10 @@ function indexBytes(store: Store): number {
 async function measureStore(dir: string, size: number, jsonBytes: number, parallel: boolean, options: BenchOptions): Promise<BenchRow> {
   const before = retained();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   let lastLog = started;
+  const phases: LoadPhase[] = [];
+  let listingIndexes: StoreIndexes | undefined;
   const store = await loadDataDirectory(dir, {
     parallel,
     onProgress: (p) => {
@@ -78,8 +86,18 @@ async function measureStore(dir: string, size: number, jsonBytes: number, parall
         options.log(`  ${p.file} ${Math.round((100 * p.bytesRead) / p.bytesTotal)}%`);
       }
     },
+    // as Engine.open: the listings' indexes while the worker parses Media
+    onListings: parallel ? (property) => (listingIndexes = buildStoreIndexes(property)) : undefined,
+    onPhase: (p) => phases.push(p),
   });
+  if (parallel) new StoreAccess(store, listingIndexes);
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  options.log(`  phases (${parallel ? 'Media in a worker, with indexes' : 'one thread, store only'}): wall / CPU of the thread, s`);
+  for (const p of phases)
+    options.log(`    ${p.thread.padEnd(6)} ${p.name.padEnd(26)} ${(p.wallMs / 1000).toFixed(2).padStart(7)} ${(p.cpuMs / 1000).toFixed(2).padStart(7)}`);
+  options.log(`    total ${seconds.toFixed(1)} s wall, ${cpuSeconds.toFixed(1)} s CPU (all threads)`);
   const after = retained();
   const n = store.Property.rowCount;
   if (n !== size) throw new Error(`expected ${size} listings, loaded ${n}`);
@@ -89,8 +107,8 @@ async function measureStore(dir: string, size: number, jsonBytes: number, parall
   if (parallel) {
     return {
       bench: 'load',
-      task: `column store, Media in a worker, ${size.toLocaleString('en-US')} listings`,
-      metrics: { listingsPerSec: n / seconds, jsonMBPerSec: jsonBytes / 1e6 / seconds, seconds, storeBytesPerListing: store.byteLength / n },
+      task: `column store and listing indexes (Engine.open), Media in a worker, ${size.toLocaleString('en-US')} listings`,
+      metrics: { listingsPerSec: n / seconds, jsonMBPerSec: jsonBytes / 1e6 / seconds, seconds, cpuSeconds, storeBytesPerListing: store.byteLength / n },
       note: store.report.parallel ? 'Media loaded in a worker thread' : 'worker not used (fell back to one thread)',
     };
   }
@@ -101,6 +119,7 @@ async function measureStore(dir: string, size: number, jsonBytes: number, parall
       listingsPerSec: n / seconds,
       jsonMBPerSec: jsonBytes / 1e6 / seconds,
       seconds,
+      cpuSeconds,
       jsonBytesPerListing: jsonBytes / n,
       heapBytesPerListing: heap / n,
       arrayBufferBytesPerListing: buffers / n,

@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StoreAccess, type StoreIndexes } from './access/access.js';
+import { buildStoreIndexes, StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
 import { execute, executeRecord } from './exec/execute.js';
 import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
@@ -41,6 +41,7 @@ import { readEngineSnapshot, writeEngineSnapshot } from './snapshot/state.js';
 import type { JsonValue } from './store/columns.js';
 import { loadDataDirectory, loadRecords, type LoadProgress } from './store/load.js';
 import type { Store } from './store/store.js';
+import type { Table } from './store/table.js';
 import { PostgresEngine, type PostgresOpenOptions, type PostgresOptions } from './pg/engine.js';
 
 export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, EVENT_RETENTION_MS, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
@@ -106,13 +107,17 @@ export class Engine {
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const progress = options.onProgress;
+    // The listings' search and point indexes are built as soon as Property is loaded, while the
+    // loader's worker thread may still be parsing Media.
+    let indexes: StoreIndexes | undefined;
     const load = {
       skipBadRecords: options.skipBadRecords,
       now: clock,
       onProgress: progress === undefined ? undefined : (p: LoadProgress) => progress({ kind: 'load', ...p }),
+      onListings: (property: Table) => (indexes = buildStoreIndexes(property)),
     };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, undefined, ttl, fraction, undefined, retention);
+    return new Engine(store, clock, indexes, ttl, fraction, undefined, retention);
   }
 
   /** The newest generation with its $skiptoken (what forQuery gives for a text without one). */

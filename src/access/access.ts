@@ -425,6 +425,15 @@ export interface LiveIndexes {
   readonly base: StoreIndexes;
 }
 
+/** The search and point indexes of a loaded Property table. */
+export function buildStoreIndexes(property: Table): StoreIndexes {
+  const point = (field: PointField): PointIndex => {
+    const c = property.columnOf(field, 'point')!;
+    return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
+  };
+  return { search: buildSearchIndexesOfTable(property), points: { Location: point('Location'), RawLocation: point('RawLocation') } };
+}
+
 /** The access structures of one generation of the data. */
 export class StoreAccess {
   private readonly tables: Map<Table, TableAccess>;
@@ -451,11 +460,7 @@ export class StoreAccess {
       return;
     }
     const p = store.Property;
-    const point = (field: PointField): PointIndex => {
-      const c = p.columnOf(field, 'point')!;
-      return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
-    };
-    this.base = indexes ?? { search: buildSearchIndexesOfTable(p), points: { Location: point('Location'), RawLocation: point('RawLocation') } };
+    this.base = indexes ?? buildStoreIndexes(p);
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) search[f] = SearchView.of(this.base.search[f]);
     this.search = search;

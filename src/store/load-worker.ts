@@ -1,12 +1,18 @@
 /**
  * The worker side of the parallel loader: loads one child resource's file (Media, about two
  * thirds of a data set's bytes) into a segment with its parent link kept as text, while the main
- * thread loads Property; then transfers the segment's buffers back. See load.ts.
+ * thread loads Property; then, given Property's keys and the other resources' event rows by the
+ * main thread, links the segment to its listings and writes the initial EntityEvent log (19M
+ * events at 1M listings, mostly Media's), and transfers both segments' buffers back. See load.ts.
  */
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ChildResourceName } from '../schema/types.js';
+import { EVENT_SOURCED, type ChildResourceName } from '../schema/types.js';
+import { ByteIndex, type ByteIndexState } from './byte-index.js';
+import { hashBytes } from './bytes.js';
 import { DataError, type DataErrorInfo } from './errors.js';
+import { writeEventLog, type EventRows } from './event-log.js';
+import { parentLinks } from './link.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
 import { readRecords, type FileFormat } from './read.js';
@@ -70,7 +76,24 @@ export interface ChildJob {
   readonly fastPath: boolean | undefined;
   /** Report phase timings in the done message. */
   readonly timed: boolean;
+  /** Wait for a ListingsMessage, then link the segment and write the event log. */
+  readonly events: boolean;
 }
+
+/** What the main thread sends once Property and the other files are loaded (null: it will not need the log). */
+export interface ListingsMessage {
+  readonly type: 'listings';
+  readonly listings: {
+    /** Property's key column and key index, to link the child's rows. */
+    readonly keys: { readonly bytes: Uint8Array; readonly offsets: Uint32Array };
+    readonly keyIndex: ByteIndexState;
+    /** The event rows of every other event-sourced resource. */
+    readonly events: EventRows[];
+  } | null;
+}
+
+/** The child's links to its listings as the worker resolved them (see parentLinks). */
+export type WorkerLinks = { readonly parentRow: Int32Array; readonly unlinked: Array<[number, string]> | null } | 'absent' | 'failed';
 
 export interface ChildDone {
   readonly type: 'done';
@@ -81,12 +104,16 @@ export interface ChildDone {
   readonly ignoredFields: Record<string, number>;
   readonly bytesRead: number;
   readonly phases: LoadPhase[];
+  /** null when the main thread sent no listings. */
+  readonly links: WorkerLinks | null;
+  /** The EntityEvent log (null: not written, the main thread writes it). */
+  readonly events: { readonly table: PackedTable; readonly ignoredFields: Record<string, number> } | null;
 }
 
 export type ChildMessage =
   { readonly type: 'progress'; readonly bytesRead: number; readonly records: number } | ChildDone | { readonly type: 'failed'; readonly reason: string };
 
-async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
+async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
   const phases: LoadPhase[] = [];
   const clock = new PhaseClock('worker', job.timed ? (p) => phases.push(p) : undefined);
   const skipLog = new SkipLog();
@@ -120,7 +147,45 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
   clock.lap(`${job.resource} read`);
   const table = b.finish();
   clock.lap(`${job.resource} finish`);
-  const { packed, transfer } = packTable(table);
+  let links: WorkerLinks | null = null;
+  let events: ChildDone['events'] = null;
+  const transfer: ArrayBuffer[] = [];
+  const given = job.events ? await listings : null;
+  clock.lap('(wait for the listings)');
+  if (given !== null) {
+    const keys = { bytes: Buffer.from(given.keys.bytes.buffer, given.keys.bytes.byteOffset, given.keys.bytes.length), offsets: given.keys.offsets };
+    const index = ByteIndex.fromState(keys, given.keyIndex);
+    const found = parentLinks(table, (bytes, s, e) => index.find(bytes, s, e, hashBytes(bytes, s, e)));
+    links =
+      found === null
+        ? 'failed'
+        : found === 'absent'
+          ? 'absent'
+          : { parentRow: found.parentRow, unlinked: found.unlinked === null ? null : [...found.unlinked] };
+    clock.lap(`${job.resource} link`);
+    if (found !== null) {
+      const property = given.events.find((r) => r.resource === 'Property')!;
+      const own: EventRows = {
+        resource: job.resource as EventRows['resource'],
+        rowCount: table.rowCount,
+        keys: { bytes: table.keyColumn.bytes, offsets: table.keyColumn.offsets },
+        sourceRows: found === 'absent' ? null : found.parentRow,
+        sources: found === 'absent' ? null : property.sources,
+      };
+      const log = new TableBuilder('EntityEvent', { skipBadRecords: false, skipLog: new SkipLog(), now: () => 0 });
+      writeEventLog(
+        log,
+        EVENT_SOURCED.map((r) => (r === job.resource ? own : given.events.find((e) => e.resource === r)!)),
+      );
+      const packedLog = packTable(log.finish());
+      events = { table: packedLog.packed, ignoredFields: log.ignoredFields() };
+      transfer.push(...packedLog.transfer);
+      clock.lap('EntityEvent');
+    }
+    if (typeof links === 'object') transfer.push(links.parentRow.buffer as ArrayBuffer);
+  }
+  const { packed, transfer: buffers } = packTable(table);
+  transfer.push(...buffers);
   clock.lap(`${job.resource} pack`);
   post(
     {
@@ -132,15 +197,18 @@ async function run(job: ChildJob, post: (m: ChildMessage, transfer?: ArrayBuffer
       ignoredFields: b.ignoredFields(),
       bytesRead,
       phases,
+      links,
+      events,
     },
-    transfer,
+    [...new Set(transfer)],
   );
 }
 
 const job = workerData as ChildJob | null;
 if (parentPort !== null && job?.kind === WORKER_KIND) {
   const port = parentPort;
-  run(job, (m, transfer) => port.postMessage(m, transfer ?? [])).catch((err: unknown) => {
+  const listings = new Promise<ListingsMessage['listings']>((resolve) => port.once('message', (m: ListingsMessage) => resolve(m.listings)));
+  run(job, listings, (m, transfer) => port.postMessage(m, transfer ?? [])).catch((err: unknown) => {
     port.postMessage({ type: 'failed', reason: String(err) } satisfies ChildMessage);
   });
 }

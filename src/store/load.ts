@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { QueryError } from '../errors.js';
-import { CATALOG, ENTITY_EVENT_KEY, ENTITY_EVENT_TIME } from '../schema/catalog.js';
+import { CATALOG } from '../schema/catalog.js';
 import {
   CHILD_RESOURCES,
   EVENT_SOURCED,
@@ -21,14 +21,24 @@ import {
   type ResourceName,
 } from '../schema/types.js';
 import { eventRecord, sourceOf } from './events.js';
-import { DictionaryColumn, ParentKeyColumn } from './columns.js';
+import { ParentKeyColumn } from './columns.js';
+import { eventRowsOf, writeEventLog } from './event-log.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
 import { linkToParent } from './link.js';
 import { newLookupRecords } from './lookups.js';
-import { PhaseClock, WORKER_KIND, type ChildDone, type ChildJob, type ChildMessage, type LoadPhase } from './load-worker.js';
+import {
+  PhaseClock,
+  WORKER_KIND,
+  type ChildDone,
+  type ChildJob,
+  type ChildMessage,
+  type ListingsMessage,
+  type LoadPhase,
+  type WorkerLinks,
+} from './load-worker.js';
 import { unpackTable } from './transfer.js';
 import { readRecords, type FileFormat } from './read.js';
 import { Store, type ResourceLoadReport } from './store.js';
@@ -66,6 +76,12 @@ export interface LoadDirectoryOptions extends LoadOptions {
    * used for Media files of 32 MiB and more (8 MiB gzip-compressed) when there is more than one CPU.
    */
   readonly parallel?: boolean;
+  /**
+   * Called once with the loaded Property table (final: children never change it), while Media
+   * may still be parsing in the worker thread: indexes over the listings built here use this
+   * thread's time that would otherwise go to waiting. Not called when the load fails first.
+   */
+  readonly onListings?: (property: Table) => void;
 }
 
 export interface RecordsInput {
@@ -166,6 +182,37 @@ class Loader {
     });
   }
 
+  /** What the Media worker needs to link its rows and write the event log: Property's keys, the other resources' event rows. */
+  listingsForWorker(): ListingsMessage['listings'] {
+    const property = this.tables.Property;
+    const state = property.keyIndex.state;
+    return {
+      keys: { bytes: property.keyColumn.bytes, offsets: property.keyColumn.offsets },
+      keyIndex: state,
+      events: EVENT_SOURCED.filter((r) => r !== 'Media').map((r) => eventRowsOf(this.tables[r], property)),
+    };
+  }
+
+  /** The worker's Media segment linked to Property: by the worker's links when it resolved them; null when a listing is missing. */
+  linkMedia(media: Table, links: WorkerLinks | null): Table | null {
+    if (links === null) return linkToParent(media, this.tables.Property);
+    if (links === 'failed') return null;
+    if (links === 'absent') return media;
+    const property = this.tables.Property;
+    return media.withColumn(
+      CATALOG.Media.parent!.field,
+      new ParentKeyColumn(links.parentRow, property.keyColumn, links.unlinked === null ? null : new Map(links.unlinked)),
+    );
+  }
+
+  /** Hands the loaded Property table to `onListings` (see LoadDirectoryOptions). */
+  listings(): void {
+    const hook = this.options.onListings;
+    if (hook === undefined) return;
+    hook(this.tables.Property);
+    this.clock.lap('onListings (indexes)');
+  }
+
   adopt(resource: ResourceName, table: Table, part: ResourcePart): void {
     this.tables[resource] = table;
     this.parts[resource] = part;
@@ -210,81 +257,14 @@ class Loader {
    */
   private loadEvents(): void {
     const b = this.builder('EntityEvent', null);
-    if (this.options.fastPath === false) this.eventsAsJson(b);
-    else this.eventsFromColumns(b);
-    this.finish(b, null);
-  }
-
-  /**
-   * The events written straight from the tables' bytes (keys, sources) into the builder: no
-   * record object, no JSON text, no decoded string per event. At 1M listings the log has 19M
-   * events, and as JSON it cost more CPU than parsing Property. Gives the same table as
-   * `eventsAsJson`, which tests check (`fastPath: false` takes that one).
-   */
-  private eventsFromColumns(b: TableBuilder): void {
-    const keySlot = b.slotOf(ENTITY_EVENT_KEY);
-    const timeSlot = b.slotOf(ENTITY_EVENT_TIME);
-    const sequenceSlot = b.slotOf('EntityEventSequence');
-    const nameSlot = b.slotOf('ResourceName');
-    const recordKeySlot = b.slotOf('ResourceRecordKey');
-    const urlSlot = b.slotOf('ResourceRecordUrl');
-    const sourceSlot = b.slotOf('OriginatingSystemName');
     const property = this.tables.Property;
-    let total = 0;
-    for (const r of EVENT_SOURCED) total += this.tables[r].rowCount;
-    let reserved = false;
-    let out = Buffer.allocUnsafe(1024);
-    out.fill(48, 0, 16); // the key: the sequence as 16 digits, counted up in place
-    let sequence = 0;
-    for (const r of EVENT_SOURCED) {
-      const table = this.tables[r];
-      const parent = CATALOG[r].parent;
-      const link = parent === null ? null : table.column(parent.field);
-      const listings = link instanceof ParentKeyColumn ? link.parentRow : null;
-      const source = sourceBytes(parent === null ? table : property);
-      const name = Buffer.from(r, 'latin1');
-      const { bytes: keys, offsets } = table.keyColumn;
-      for (let row = 0; row < table.rowCount; row++) {
-        const ks = offsets[row];
-        const ke = offsets[row + 1];
-        const sourceRow = parent === null ? row : listings === null ? -1 : listings[row];
-        const sourceText = sourceRow < 0 ? null : source(sourceRow);
-        // key (16 digits), name, record key, URL (at most 3 bytes per key byte), source
-        const need = 16 + 2 * name.length + 4 * (ke - ks) + 4 + (sourceText === null ? 0 : sourceText.length);
-        if (need > out.length) {
-          const grown = Buffer.allocUnsafe(Math.max(need, out.length * 2));
-          out.copy(grown, 0, 0, 16);
-          out = grown;
-        }
-        sequence++;
-        for (let i = 15; out[i]++ === 57; i--) out[i] = 48;
-        let p = 16;
-        const nameAt = p;
-        p = copyInto(name, 0, name.length, out, p);
-        const keyAt = p;
-        p = copyInto(keys, ks, ke, out, p);
-        const urlAt = p;
-        p = copyInto(name, 0, name.length, out, p);
-        p = writeRecordUrlKey(keys, ks, ke, out, p);
-        const sourceAt = p;
-        if (sourceText !== null) p = copyInto(sourceText, 0, sourceText.length, out, p);
-        b.beginRecord(out);
-        b.putString(keySlot, 0, 16);
-        b.putNull(timeSlot);
-        b.putNumber(sequenceSlot, sequence);
-        b.putString(nameSlot, nameAt, keyAt);
-        b.putString(recordKeySlot, keyAt, urlAt);
-        b.putString(urlSlot, urlAt, sourceAt);
-        if (sourceText === null) b.putNull(sourceSlot);
-        else b.putString(sourceSlot, sourceAt, p);
-        b.endRecord(sequence);
-        if (!reserved && sequence === 1024) {
-          // Size the columns from the first events, as a file's first MiB sizes them.
-          reserved = true;
-          b.reserve(total);
-        }
-      }
-    }
+    if (this.options.fastPath === false) this.eventsAsJson(b);
+    else
+      writeEventLog(
+        b,
+        EVENT_SOURCED.map((r) => eventRowsOf(this.tables[r], property)),
+      );
+    this.finish(b, null);
   }
 
   /** The events as JSON lines through the loader's byte path (the reference for eventsFromColumns). */
@@ -327,7 +307,8 @@ class Loader {
     this.finish(b, null);
     this.clock.lap('Lookup');
 
-    this.loadEvents();
+    // the Media worker wrote the log when it could
+    if (this.parts.EntityEvent === undefined) this.loadEvents();
     this.clock.lap('EntityEvent');
     const parentCount = this.tables.Property.rowCount;
     const children = {} as Record<ChildResourceName, ChildIndex>;
@@ -358,62 +339,6 @@ class Loader {
 
 /** Events the initial log writes as one slice of JSON lines. */
 const EVENT_SLICE = 4096;
-
-/**
- * A table's OriginatingSystemName per row as UTF-8 bytes (null when it has none), what
- * `sourceOf` gives as a string: encoded once per dictionary entry.
- */
-function sourceBytes(table: Table): (row: number) => Buffer | null {
-  const c = table.column('OriginatingSystemName');
-  if (c instanceof DictionaryColumn) {
-    const entries = c.dictionary.map((v) => (v === null ? null : Buffer.from(v, 'utf8')));
-    const codes = c.codes;
-    return (row) => entries[codes[row]];
-  }
-  return (row) => {
-    const v = table.value(row, 'OriginatingSystemName');
-    return typeof v === 'string' ? Buffer.from(v, 'utf8') : null;
-  };
-}
-
-/** Bytes encodeURIComponent leaves as they are: A-Z a-z 0-9 - _ . ! ~ * ' ( ). */
-const URI_PLAIN = (() => {
-  const plain = new Uint8Array(128);
-  for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()") plain[c.charCodeAt(0)] = 1;
-  return plain;
-})();
-
-/** Copies src[s, e) to out[p] and returns the end: a loop, as short strings cost a native call more than their bytes. */
-function copyInto(src: Uint8Array, s: number, e: number, out: Buffer, p: number): number {
-  for (let i = s; i < e; i++) out[p++] = src[i];
-  return p;
-}
-
-const HEX = Buffer.from('0123456789ABCDEF', 'latin1');
-
-/**
- * Writes `('<key>')` of recordUrl for the key's UTF-8 bytes src[s, e) at out[p]; returns the end.
- * Quotes are doubled, then every byte encodeURIComponent escapes is written as %XX: for valid
- * UTF-8 (a key column's bytes) that is exactly what it does per character.
- */
-function writeRecordUrlKey(src: Uint8Array, s: number, e: number, out: Buffer, p: number): number {
-  out[p++] = 40;
-  out[p++] = 39;
-  for (let i = s; i < e; i++) {
-    const c = src[i];
-    if (c < 128 && URI_PLAIN[c] === 1) {
-      out[p++] = c;
-      if (c === 39) out[p++] = 39;
-    } else {
-      out[p++] = 37;
-      out[p++] = HEX[c >>> 4];
-      out[p++] = HEX[c & 15];
-    }
-  }
-  out[p++] = 39;
-  out[p++] = 41;
-  return p;
-}
 
 /** Media files at least this large load in a worker thread beside Property (see ChildWorker). */
 const PARALLEL_BYTES = 32 << 20;
@@ -455,6 +380,15 @@ class ChildWorker {
       worker.on('error', () => resolve(null));
       worker.on('exit', () => resolve(null));
     });
+  }
+
+  private sent = false;
+
+  /** Sends the worker what it needs to link its segment and write the event log (once; null: nothing). */
+  sendListings(listings: ListingsMessage['listings']): void {
+    if (this.sent) return;
+    this.sent = true;
+    this.worker?.postMessage({ type: 'listings', listings } satisfies ListingsMessage);
   }
 
   terminate(): void {
@@ -504,6 +438,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
           skipBadRecords: options.skipBadRecords === true,
           fastPath: options.fastPath,
           timed: options.onPhase !== undefined,
+          events: options.fastPath !== false,
         },
         (m) => options.onProgress?.({ resource: 'Media', file: label, bytesRead: m.bytesRead, bytesTotal: mediaBytes, records: m.records }),
       )
@@ -513,6 +448,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
     if (worker === null) {
       for (const r of CHILD_RESOURCES) await loader.loadFile(r, files[r]);
       for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
+      loader.listings();
     } else {
       // OpenHouse and PropertyChange while the worker loads Media; an error of theirs is thrown
       // only after Media, whose errors come first in a sequential load.
@@ -521,19 +457,30 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
         await loader.loadFile('OpenHouse', files.OpenHouse);
         await loader.loadFile('PropertyChange', files.PropertyChange);
         for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
+        worker.sendListings(loader.listingsForWorker());
+        loader.listings();
       } catch (err) {
         deferred = err;
       }
+      worker.sendListings(null);
       const done = await worker.result;
       loader.clock.lap('wait for the worker');
       if (done !== null) for (const p of done.phases) options.onPhase?.(p);
-      const linked = done ? linkToParent(unpackTable(done.table, loader.now), loader.tables.Property) : null;
+      const linked = done === null ? null : loader.linkMedia(unpackTable(done.table, loader.now), done.links);
       if (done !== null && linked !== null) {
         loader.adopt('Media', linked, {
           report: { file: label, absent: false, records: linked.rowCount, skipped: done.skipped, ignoredFields: done.ignoredFields },
           skipLog: done.skipLog,
           localFields: done.localFields,
         });
+        if (done.events !== null) {
+          const log = unpackTable(done.events.table, loader.now);
+          loader.adopt('EntityEvent', log, {
+            report: { file: null, absent: false, records: log.rowCount, skipped: 0, ignoredFields: done.events.ignoredFields },
+            skipLog: { total: 0, byCode: {}, samples: [] },
+            localFields: [],
+          });
+        }
         loader.bytesRead += done.bytesRead;
         loader.parallel = true;
         loader.clock.lap('Media unpack + link');
