@@ -1,12 +1,12 @@
 /**
  * The load is deterministic to the byte: the same data directory gives the same store and indexes
  * (every array of the engine snapshot encoding equal, byte for byte) however it is loaded: twice
- * the same way, with Media in a worker or on one thread, through the fast byte path or
- * JSON.parse. And the initial EntityEvent log, written straight from the loaded columns, equals the
+ * the same way, with Media in a worker (its links and the event log written there, the listings'
+ * indexes built meanwhile) or on one thread, through the fast byte path or JSON.parse. And the initial EntityEvent log, written straight from the loaded columns, equals the
  * log written as JSON records, for keys that need quoting and percent-encoding in their URL.
  */
 import { describe, expect, it } from 'vitest';
-import { StoreAccess } from '../../src/access/access.js';
+import { buildStoreIndexes, StoreAccess, type StoreIndexes } from '../../src/access/access.js';
 import { generateDataset } from '../../src/generate/dataset.js';
 import { encodeEngine } from '../../src/snapshot/state.js';
 import { recordUrl } from '../../src/store/events.js';
@@ -20,16 +20,16 @@ const NOW = Date.parse('2025-06-01T00:00:00Z');
  * Every array of the store's snapshot encoding (with its search and point indexes), and the meta
  * as JSON (but for the report's `parallel`, which says how the load ran).
  */
-function encoded(store: Store): { meta: string; arrays: Map<string, Buffer> } {
-  const { meta, arrays } = encodeEngine(store, new StoreAccess(store).base);
+function encoded(store: Store, indexes?: StoreIndexes): { meta: string; arrays: Map<string, Buffer> } {
+  const { meta, arrays } = encodeEngine(store, indexes ?? new StoreAccess(store).base);
   const bytes = new Map<string, Buffer>();
   for (const [name, a] of arrays) bytes.set(`${name} ${a.constructor.name}`, Buffer.from(a.buffer, a.byteOffset, a.byteLength));
   return { meta: JSON.stringify({ ...meta, report: { ...meta.report, parallel: null } }), arrays: bytes };
 }
 
-function expectSameBytes(a: Store, b: Store, what: string): void {
+function expectSameBytes(a: Store, b: Store, what: string, bIndexes?: StoreIndexes): void {
   const x = encoded(a);
-  const y = encoded(b);
+  const y = encoded(b, bIndexes);
   expect(y.meta === x.meta, `${what}: meta`).toBe(true);
   expect([...y.arrays.keys()], what).toEqual([...x.arrays.keys()]);
   for (const [name, bytes] of x.arrays) expect(y.arrays.get(name)!.equals(bytes), `${what}: ${name}`).toBe(true);
@@ -44,9 +44,12 @@ describe('load determinism', () => {
     const reference = await load(dir, { parallel: false });
     expect(reference.EntityEvent.rowCount).toBeGreaterThan(600 * 10);
     expectSameBytes(reference, await load(dir, { parallel: false }), 'one thread, twice');
-    const parallel = await load(dir, { parallel: true });
+    // as Engine.open: the listings' indexes built while the worker loads Media
+    let indexes: StoreIndexes | undefined;
+    const parallel = await load(dir, { parallel: true, onListings: (property) => (indexes = buildStoreIndexes(property)) });
     expect(parallel.report.parallel).toBe(true);
-    expectSameBytes(reference, parallel, 'Media in a worker');
+    expect(indexes).toBeDefined();
+    expectSameBytes(reference, parallel, 'Media in a worker', indexes);
     expectSameBytes(reference, await load(dir, { parallel: false, fastPath: false }), 'JSON.parse');
   });
 
