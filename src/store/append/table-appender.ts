@@ -45,6 +45,7 @@ import type { ResourceName } from '../../schema/types.js';
 import type { ByteIndex } from '../byte-index.js';
 import { ParentKeyColumn, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
 import { Table } from '../table.js';
+import type { Steps } from '../../util/steps.js';
 import { GenerationKeyIndex, KeyDelta } from './key-delta.js';
 import { DaysOnMarketPart, PointPart } from './parts/derived.js';
 import { LinkPart } from './parts/link.js';
@@ -114,13 +115,17 @@ export class TableAppender {
   }
 
   /**
-   * One step per column that makes room for `m` more rows (reserve): an upsert runs them, with the
-   * event loop yielded between, before its first append, so the first append after a load (which
-   * copies every column of the loaded segment) or a doubling does not copy them all at once.
+   * Steps that make room for `m` more rows in every column (reserve), with a check point after
+   * each column and within a column's copy: an upsert runs them, with event-loop turns between,
+   * before its first append, so the first append after a load (which copies every column of the
+   * loaded segment) or a doubling does not copy them all at once.
    */
-  reserveSteps(m: number): Array<() => void> {
+  *reserveSteps(m: number): Steps<void> {
     const n = this.current.rowCount;
-    return this.parts.map((part) => () => part.reserve(n, m));
+    for (const part of this.parts) {
+      yield* part.reserve(n, m);
+      yield;
+    }
   }
 
   /** The newest generation's schema (a batch may add fields). */
