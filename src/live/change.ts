@@ -59,7 +59,7 @@ const RECORD_CHECK = 8;
 /** Listings whose children are sorted between two check points. */
 const CHILDREN_CHECK_ROWS = 16;
 /** Listings a search view takes in or out in a change's first slice (later slices are sized by the time it took). */
-const SEARCH_FIRST_ROWS = 16;
+const SEARCH_FIRST_ROWS = 8;
 /** Listings per search view slice at most (each slice copies the dead bitmap). */
 const SEARCH_MAX_ROWS = 4096;
 
@@ -328,8 +328,9 @@ export class ChangeWriter {
           if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
         }
         const batch = renumbered(() => reader.finish(), line);
+        await pacer.check();
         const before = tables[r];
-        const after = appenders[r].append(batch, def.parent ? { parent: tables.Property } : {});
+        const after = await runYielding(appenders[r].appendSteps(batch, def.parent ? { parent: tables.Property } : {}), pacer);
         tables[r] = after;
         // The version each new row replaces: the key's row before this chunk, or an earlier row of
         // the same key in this chunk (the later version wins).
@@ -391,7 +392,9 @@ export class ChangeWriter {
           reader.add(eventRecord(sequence++, events[i], writtenAt), i - at + 1);
           if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
         }
-        tables.EntityEvent = appenders.EntityEvent.append(reader.finish());
+        const batch = reader.finish();
+        await pacer.check();
+        tables.EntityEvent = await runYielding(appenders.EntityEvent.appendSteps(batch), pacer);
         await pacer.check();
       }
     }
