@@ -11,7 +11,7 @@ import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
-import type { Steps } from '../util/steps.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { PointView } from '../geo/live-points.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
@@ -198,6 +198,16 @@ export class TableAccess {
   }
 
   private buildKeyOrder(): void {
+    runNow(this.keyOrderSteps());
+  }
+
+  /**
+   * The key order (and rank), built in steps when not built yet (compaction): the check that
+   * the rows are in key order already checks in every STEP_ROWS rows; a sort (rows out of order)
+   * is one step.
+   */
+  *keyOrderSteps(): Steps<Uint32Array> {
+    if (this.keyOrderCache) return this.keyOrderCache;
     const n = this.table.rowCount;
     const { bytes, offsets } = this.table.keyColumn;
     // Loaded data is usually already in key order: check on the UTF-8 bytes, which order like
@@ -205,6 +215,7 @@ export class TableAccess {
     let sorted = true;
     for (let r = 1; r < n && sorted; r++) {
       if (compareUtf8(bytes, offsets[r - 1], offsets[r], bytes, offsets[r], offsets[r + 1]) > 0) sorted = false;
+      if ((r & (STEP_ROWS - 1)) === 0) yield;
     }
     if (sorted && n > 0) for (let i = offsets[0]; i < offsets[n] && sorted; i++) if (bytes[i] >= 0xf0) sorted = false;
     let order: Uint32Array;
@@ -216,10 +227,12 @@ export class TableAccess {
       for (let r = 0; r < n; r++) keys[r] = this.table.keyOf(r);
       order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
     }
+    yield;
     const rank = sorted ? order : new Uint32Array(n);
     if (!sorted) for (let i = 0; i < n; i++) rank[order[i]] = i;
     this.keyOrderCache = order;
     this.keyRankCache = rank;
+    return order;
   }
 
   /**

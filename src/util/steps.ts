@@ -107,8 +107,9 @@ export class SliceSizer {
     return this.size;
   }
 
-  /** Records that `items` took `ms`. */
+  /** Records that `items` took `ms` (with a budget of 0, slices keep their first size: a turn after each, whatever they took). */
   took(items: number, ms: number): void {
+    if (!(this.pacer.budgetMs > 0)) return;
     const target = this.pacer.budgetMs * this.share;
     const perItem = Math.max(ms, 0.01) / Math.max(items, 1);
     const want = Number.isFinite(target) ? Math.floor(target / perItem) : this.max;
