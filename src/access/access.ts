@@ -11,13 +11,20 @@ import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { PointView } from '../geo/live-points.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 import { SearchView } from '../search/live.js';
 
-/** Rows one step of carrying a structure over handles at most, where a step can be split. */
-const STEP_ROWS = 1 << 21;
+/** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
+const STEP_ROWS = 1 << 16;
+
+/** New rows sorted at once without a check point before and after (beyond it, the sort is a step of its own). */
+const MERGE_STEP_ROWS = 4096;
+
+/** What placing one new row by binary search (with its comparisons) counts as, in rows copied. */
+const MERGE_ROW_COST = 256;
 
 /** Per-value bitsets kept per table (each is rowCount bits; the oldest made is dropped first). */
 const MAX_VALUE_BITSETS = 64;
@@ -98,98 +105,84 @@ export class TableAccess {
    * unchanged, then appended rows), with `steps` that carry every structure this access has built
    * over to it, extended by the appended rows in O(rows) (merges, no re-sort), so queries on the new
    * generation never pay for building them. Run every step before the new generation is published;
-   * each is one structure's work (so a caller can yield between them). Nothing here is changed.
+   * the steps check in every few thousand rows (STEP_ROWS), so a caller can give the event loop a
+   * turn within one structure's work. Nothing here is changed.
    */
-  next(table: Table, dead: Uint32Array | null): { access: TableAccess; steps: Array<() => void> } {
+  next(table: Table, dead: Uint32Array | null): { access: TableAccess; steps: Steps<void> } {
     const access = new TableAccess(table, dead);
+    return { access, steps: this.nextSteps(access, table, dead) };
+  }
+
+  private *nextSteps(access: TableAccess, table: Table, dead: Uint32Array | null): Steps<void> {
     const from = this.table.rowCount;
     const to = table.rowCount;
-    const steps: Array<() => void> = [];
     if (this.keyOrderCache !== null) {
-      const prevOrder = this.keyOrderCache;
-      let order: Uint32Array;
-      const rank = new Uint32Array(to);
-      steps.push(() => {
-        order = mergeInto(prevOrder, from, to, (a, b) => compareKeys(table, a, b));
-      });
+      const order = yield* mergeSteps(this.keyOrderCache, from, to, (a, b) => compareKeys(table, a, b));
       // the rank is order's inverse: scattered writes, in slices (18M Media rows take a while)
+      const rank = new Uint32Array(to);
       for (let start = 0; start < to; start += STEP_ROWS) {
-        steps.push(() => {
-          const end = Math.min(to, start + STEP_ROWS);
-          for (let i = start; i < end; i++) rank[order[i]] = i;
-        });
+        const end = Math.min(to, start + STEP_ROWS);
+        for (let i = start; i < end; i++) rank[order[i]] = i;
+        yield;
       }
-      steps.push(() => {
-        access.keyOrderCache = order;
-        access.keyRankCache = rank;
-      });
+      access.keyOrderCache = order;
+      access.keyRankCache = rank;
     }
     for (const [field, perm] of this.sorted) {
       const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
-      steps.push(() => {
-        access.sorted.set(field, mergeInto(perm, from, to, valueOrder(c.values, c.validity, access.keyRank)));
-      });
+      access.sorted.set(field, yield* mergeSteps(perm, from, to, valueOrder(c.values, c.validity, access.keyRank)));
       const desc = this.sortedDesc.get(field);
-      if (desc !== undefined) {
-        steps.push(() => {
-          access.sortedDesc.set(field, mergeInto(desc, from, to, descendingOrder(c.values, c.validity, access.keyRank)));
-        });
-      }
+      if (desc !== undefined) access.sortedDesc.set(field, yield* mergeSteps(desc, from, to, descendingOrder(c.values, c.validity, access.keyRank)));
     }
-    if (this.valueBitsCache.size > 0 || this.countsCache.size > 0) {
-      steps.push(() => {
-        for (const [key, bits] of this.valueBitsCache) {
-          const at = key.indexOf('\u0000');
-          const codes = table.columnOf(key.slice(0, at), 'dictionary')!.codes;
-          const code = Number(key.slice(at + 1));
-          const grown = newBitmap(to);
-          grown.set(bits);
-          for (let r = from; r < to; r++) if (codes[r] === code) setBit(grown, r);
-          access.valueBitsCache.set(key, grown);
-        }
-        for (const [field, counts] of this.countsCache) {
-          const c = table.columnOf(field, 'dictionary')!;
-          const grown = new Uint32Array(c.dictionary.length);
-          grown.set(counts);
-          for (let r = from; r < to; r++) grown[c.codes[r]]++;
-          access.countsCache.set(field, grown);
-        }
-      });
+    for (const [key, bits] of this.valueBitsCache) {
+      const at = key.indexOf('\u0000');
+      const codes = table.columnOf(key.slice(0, at), 'dictionary')!.codes;
+      const code = Number(key.slice(at + 1));
+      const grown = newBitmap(to);
+      grown.set(bits);
+      for (let r = from; r < to; r++) if (codes[r] === code) setBit(grown, r);
+      access.valueBitsCache.set(key, grown);
+      yield;
+    }
+    for (const [field, counts] of this.countsCache) {
+      const c = table.columnOf(field, 'dictionary')!;
+      const grown = new Uint32Array(c.dictionary.length);
+      grown.set(counts);
+      for (let r = from; r < to; r++) grown[c.codes[r]]++;
+      access.countsCache.set(field, grown);
+      yield;
     }
     if (this.composite.size > 0) {
       const prevDead = this.dead;
-      steps.push(() => {
-        // Exact under the change: less the counted rows it killed, plus the live rows it appended
-        // that hold the terms' codes (rows never change in place; a replaced one is dead).
-        const killed: number[] = [];
-        if (dead !== null) {
-          for (let w = 0; w < (from + 31) >>> 5; w++) {
-            let word = dead[w] & ~(prevDead === null ? 0 : prevDead[w]);
-            while (word !== 0) {
-              const row = (w << 5) | (31 - Math.clz32(word & -word));
-              if (row < from) killed.push(row);
-              word &= word - 1;
-            }
+      // Exact under the change: less the counted rows it killed, plus the live rows it appended
+      // that hold the terms' codes (rows never change in place; a replaced one is dead).
+      const killed: number[] = [];
+      if (dead !== null) {
+        const words = (from + 31) >>> 5;
+        for (let w = 0; w < words; w++) {
+          let word = dead[w] & ~(prevDead === null ? 0 : prevDead[w]);
+          while (word !== 0) {
+            const row = (w << 5) | (31 - Math.clz32(word & -word));
+            if (row < from) killed.push(row);
+            word &= word - 1;
           }
+          if ((w & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
         }
-        for (const [key, { terms, count }] of this.composite) {
-          const holds = rowTest(table, terms);
-          let n = count;
-          for (const row of killed) if (holds(row)) n--;
-          for (let r = from; r < to; r++) if ((dead === null || !getBit(dead, r)) && holds(r)) n++;
-          access.composite.set(key, { terms, count: n });
-        }
-      });
+      }
+      for (const [key, { terms, count }] of this.composite) {
+        const holds = rowTest(table, terms);
+        let n = count;
+        for (const row of killed) if (holds(row)) n--;
+        for (let r = from; r < to; r++) if ((dead === null || !getBit(dead, r)) && holds(r)) n++;
+        access.composite.set(key, { terms, count: n });
+        yield;
+      }
     }
-    if (this.textIndexes.size > 0) {
-      steps.push(() => {
-        for (const [field, index] of this.textIndexes) {
-          addTextRows(index, table.column(field) as { get(row: number): string | null }, to);
-          access.textIndexes.set(field, index);
-        }
-      });
+    for (const [field, index] of this.textIndexes) {
+      addTextRows(index, table.column(field) as { get(row: number): string | null }, to);
+      access.textIndexes.set(field, index);
+      yield;
     }
-    return { access, steps };
   }
 
   /** Rank of each row's key in ascending ordinal order. */
@@ -205,6 +198,16 @@ export class TableAccess {
   }
 
   private buildKeyOrder(): void {
+    runNow(this.keyOrderSteps());
+  }
+
+  /**
+   * The key order (and rank), built in steps when not built yet (compaction): the check that
+   * the rows are in key order already checks in every STEP_ROWS rows; a sort (rows out of order)
+   * is one step.
+   */
+  *keyOrderSteps(): Steps<Uint32Array> {
+    if (this.keyOrderCache) return this.keyOrderCache;
     const n = this.table.rowCount;
     const { bytes, offsets } = this.table.keyColumn;
     // Loaded data is usually already in key order: check on the UTF-8 bytes, which order like
@@ -212,6 +215,7 @@ export class TableAccess {
     let sorted = true;
     for (let r = 1; r < n && sorted; r++) {
       if (compareUtf8(bytes, offsets[r - 1], offsets[r], bytes, offsets[r], offsets[r + 1]) > 0) sorted = false;
+      if ((r & (STEP_ROWS - 1)) === 0) yield;
     }
     if (sorted && n > 0) for (let i = offsets[0]; i < offsets[n] && sorted; i++) if (bytes[i] >= 0xf0) sorted = false;
     let order: Uint32Array;
@@ -223,10 +227,12 @@ export class TableAccess {
       for (let r = 0; r < n; r++) keys[r] = this.table.keyOf(r);
       order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
     }
+    yield;
     const rank = sorted ? order : new Uint32Array(n);
     if (!sorted) for (let i = 0; i < n; i++) rank[order[i]] = i;
     this.keyOrderCache = order;
     this.keyRankCache = rank;
+    return order;
   }
 
   /**
@@ -390,23 +396,45 @@ function descendingOrder(values: Float64Array, validity: Uint32Array, rank: Uint
 /**
  * `order` (rows [0, from) sorted by `compare`) with rows [from, to) merged in: the new rows are
  * sorted, each placed by binary search, and the runs between copied. O(to + m log to) for m new
- * rows, against O(to log to) for sorting afresh.
+ * rows, against O(to log to) for sorting afresh. A check point every STEP_ROWS elements copied
+ * and every MERGE_STEP_ROWS rows placed.
  */
-function mergeInto(order: Uint32Array, from: number, to: number, compare: (a: number, b: number) => number): Uint32Array {
+function* mergeSteps(order: Uint32Array, from: number, to: number, compare: (a: number, b: number) => number): Steps<Uint32Array> {
   const added = new Uint32Array(to - from);
   for (let i = 0; i < added.length; i++) added[i] = from + i;
+  if (added.length > MERGE_STEP_ROWS) yield;
   added.sort(compare);
+  if (added.length > MERGE_STEP_ROWS) yield;
   const out = new Uint32Array(order.length + added.length);
   let copied = 0;
   let k = 0;
-  for (const row of added) {
-    const lo = partitionPoint(copied, order.length, (i) => compare(order[i], row) < 0);
-    out.set(order.subarray(copied, lo), k);
-    k += lo - copied;
-    copied = lo;
-    out[k++] = row;
+  let sinceCheck = 0;
+  /** Copies order[copied, end) to out[k...], in slices of STEP_ROWS with a check point after each. */
+  function* copyTo(end: number): Steps<void> {
+    while (copied < end) {
+      const stop = Math.min(end, copied + STEP_ROWS);
+      out.set(order.subarray(copied, stop), k);
+      k += stop - copied;
+      sinceCheck += stop - copied;
+      copied = stop;
+      if (sinceCheck >= STEP_ROWS) {
+        sinceCheck = 0;
+        yield;
+      }
+    }
   }
-  out.set(order.subarray(copied), k);
+  for (let i = 0; i < added.length; i++) {
+    const row = added[i];
+    const lo = partitionPoint(copied, order.length, (j) => compare(order[j], row) < 0);
+    yield* copyTo(lo);
+    out[k++] = row;
+    sinceCheck += MERGE_ROW_COST;
+    if (sinceCheck >= STEP_ROWS) {
+      sinceCheck = 0;
+      yield;
+    }
+  }
+  yield* copyTo(order.length);
   return out;
 }
 

@@ -20,7 +20,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { eachStep, runYielding, yieldToLoop } from '../util/steps.js';
+import { Pacer, runYielding, SliceSizer } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -41,7 +41,7 @@ import { eventRecord, nextSequence, sourceOf, type EventOf } from '../store/even
 import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
-import { loadBatch } from '../store/append/batch.js';
+import { BatchReader, loadBatch } from '../store/append/batch.js';
 import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
@@ -52,10 +52,16 @@ import { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { DAY_MS } from '../store/temporal.js';
 
-/** Records read and appended per step. */
+/** Records read and appended per step at most (the change writer sizes its chunks to the step budget below this). */
 export const CHUNK_RECORDS = 512;
-/** Listings a search view takes in (appended) or out (removed), or whose children are sorted, per step. */
-const SEARCH_STEP_ROWS = 256;
+/** Records read between two check points. */
+const RECORD_CHECK = 8;
+/** Listings whose children are sorted between two check points. */
+const CHILDREN_CHECK_ROWS = 16;
+/** Listings a search view takes in or out in a change's first slice (later slices are sized by the time it took). */
+const SEARCH_FIRST_ROWS = 8;
+/** Listings per search view slice at most (each slice copies the dead bitmap). */
+const SEARCH_MAX_ROWS = 4096;
 
 /** One operation of a change. */
 export type ChangeOperation =
@@ -248,6 +254,8 @@ export class ChangeWriter {
     appenders: Record<ResourceName, TableAppender>,
   ): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
     const store0 = g0.store;
+    // the event loop gets a turn at the check points below once the work since the last has used the step budget
+    const pacer = new Pacer();
     const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store0.table(r)])) as Record<ResourceName, Table>;
     const access0 = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g0.access.of(store0.table(r))])) as Record<ResourceName, TableAccess>;
     const killed = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new Set<number>()])) as Record<ResourceName, Set<number>>;
@@ -308,15 +316,21 @@ export class ChangeWriter {
       const def = CATALOG[r];
       const { records: upserts, numbers } = lastVersions(op.upsert, def.key);
       upserted += op.upsert.length;
-      await runYielding(eachStep(appenders[r].reserveSteps(upserts.length)));
+      await runYielding(appenders[r].reserveSteps(upserts.length), pacer);
       for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
-        const records = upserts.slice(at, at + CHUNK_RECORDS);
-        const batch = renumbered(
-          () => loadBatch(r, records, { parent: def.parent ? tables.Property : undefined, now: this.clock }),
-          (line) => numbers[at + line - 1],
-        );
+        // records read one at a time with check points between; reading the batch's columns and
+        // appending them is the chunk's one step that grows with the table's field count
+        const size = Math.min(CHUNK_RECORDS, upserts.length - at);
+        const reader = new BatchReader(r, { parent: def.parent ? tables.Property : undefined, now: this.clock });
+        const line = (l: number): number => numbers[at + l - 1];
+        for (let i = 0; i < size; i++) {
+          renumbered(() => reader.add(upserts[at + i], i + 1), line);
+          if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
+        }
+        const batch = renumbered(() => reader.finish(), line);
+        await pacer.check();
         const before = tables[r];
-        const after = appenders[r].append(batch, def.parent ? { parent: tables.Property } : {});
+        const after = await runYielding(appenders[r].appendSteps(batch, def.parent ? { parent: tables.Property } : {}), pacer);
         tables[r] = after;
         // The version each new row replaces: the key's row before this chunk, or an earlier row of
         // the same key in this chunk (the later version wins).
@@ -353,7 +367,7 @@ export class ChangeWriter {
           }
           if (p >= 0) children[c].add(p, row);
         }
-        await yieldToLoop();
+        await pacer.check();
       }
     }
 
@@ -364,7 +378,7 @@ export class ChangeWriter {
       (key) => tables.Lookup.rowOfKey(key) >= 0,
     );
     if (lookups.length > 0) {
-      await runYielding(eachStep(appenders.Lookup.reserveSteps(lookups.length)));
+      await runYielding(appenders.Lookup.reserveSteps(lookups.length), pacer);
       tables.Lookup = appenders.Lookup.append(loadBatch('Lookup', lookups, { now: this.clock }), {});
     }
     // the events, appended to the log in the same generation as the change
@@ -372,9 +386,16 @@ export class ChangeWriter {
       let sequence = nextSequence(tables.EntityEvent);
       const writtenAt = this.clock();
       for (let at = 0; at < events.length; at += CHUNK_RECORDS) {
-        const records = events.slice(at, at + CHUNK_RECORDS).map((e) => eventRecord(sequence++, e, writtenAt));
-        tables.EntityEvent = appenders.EntityEvent.append(loadBatch('EntityEvent', records, { now: this.clock }));
-        await yieldToLoop();
+        const reader = new BatchReader('EntityEvent', { now: this.clock });
+        const end = Math.min(events.length, at + CHUNK_RECORDS);
+        for (let i = at; i < end; i++) {
+          reader.add(eventRecord(sequence++, events[i], writtenAt), i - at + 1);
+          if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
+        }
+        const batch = reader.finish();
+        await pacer.check();
+        tables.EntityEvent = await runYielding(appenders.EntityEvent.appendSteps(batch), pacer);
+        await pacer.check();
       }
     }
 
@@ -393,7 +414,7 @@ export class ChangeWriter {
         if (isDead('Property', p)) continue;
         const live = Array.from(lists.of(p)).filter((row) => !isDead(c, row));
         changed.set(p, Uint32Array.from(live).sort(compare));
-        if (++sorted % SEARCH_STEP_ROWS === 0) await yieldToLoop();
+        if (++sorted % CHILDREN_CHECK_ROWS === 0) await pacer.check();
       }
       grouped[c] = ChildOverlay.over(lists.before, changed);
     }
@@ -407,8 +428,8 @@ export class ChangeWriter {
         continue;
       }
       dead[r] = deadBitmap(was, tables[r].rowCount, killed[r]);
+      await pacer.check();
     }
-    await yieldToLoop();
 
     // 3. access structures carried over
     const accesses = new Map<Table, TableAccess>();
@@ -419,7 +440,7 @@ export class ChangeWriter {
       }
       const { access, steps } = access0[r].next(tables[r], dead[r]);
       accesses.set(tables[r], access);
-      await runYielding(eachStep(steps));
+      await runYielding(steps, pacer);
     }
 
     // 4. search and point views of the new Property generation: last, since they extend structures
@@ -430,30 +451,36 @@ export class ChangeWriter {
     const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
     const tokens = searchTokenSources(property);
-    // A view's next() reads every token of the rows it adds and removes: in slices of SEARCH_STEP_ROWS
-    // rows, appended ranges first (no new dead rows yet), then removals, each slice a view of its
-    // own over the dead rows so far, so no step holds the event loop for long.
+    // A view's next() reads every token of the rows it adds and removes: in slices sized to the
+    // step budget (by the time the last slice took), appended ranges first (no new dead rows yet),
+    // then removals, each slice a view of its own over the dead rows so far, so no step holds the
+    // event loop for long.
     const wasDead = access0.Property.dead;
     const deadSoFar = (removedUpTo: number, rows: number): Uint32Array => {
       if (removedUpTo === removedRows.length && rows === to) return propertyDead;
       return deadBitmap(wasDead, rows, removedRows.subarray(0, removedUpTo));
     };
-    const slices: Array<{ from: number; to: number; removed: Uint32Array; dead: () => Uint32Array }> = [];
-    for (let a = from; a < to; a += SEARCH_STEP_ROWS) {
-      const end = Math.min(to, a + SEARCH_STEP_ROWS);
-      slices.push({ from: a, to: end, removed: removedRows.subarray(0, 0), dead: () => deadSoFar(0, end) });
-    }
-    for (let k = 0; k < removedRows.length; k += SEARCH_STEP_ROWS) {
-      const end = Math.min(removedRows.length, k + SEARCH_STEP_ROWS);
-      slices.push({ from: to, to, removed: removedRows.subarray(k, end), dead: () => deadSoFar(end, to) });
-    }
-    if (slices.length === 0) slices.push({ from, to, removed: removedRows, dead: () => propertyDead });
+    const noRows = removedRows.subarray(0, 0);
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
       let view = g0.access.search[f];
-      for (const slice of slices) {
-        view = view.next({ from: slice.from, to: slice.to, dead: slice.dead(), removed: slice.removed, tokensOf: tokens[f] });
-        await yieldToLoop();
+      const slices = new SliceSizer(pacer, SEARCH_FIRST_ROWS, 1, SEARCH_MAX_ROWS);
+      for (let a = from; a < to || (a === from && removedRows.length === 0);) {
+        const started = performance.now();
+        const end = Math.min(to, a + slices.next);
+        view = view.next({ from: a, to: end, dead: deadSoFar(0, end), removed: noRows, tokensOf: tokens[f] });
+        slices.took(end - a, performance.now() - started);
+        a = end;
+        await pacer.check();
+        if (a === to) break;
+      }
+      for (let k = 0; k < removedRows.length;) {
+        const started = performance.now();
+        const end = Math.min(removedRows.length, k + slices.next);
+        view = view.next({ from: to, to, dead: deadSoFar(end, to), removed: removedRows.subarray(k, end), tokensOf: tokens[f] });
+        slices.took(end - k, performance.now() - started);
+        k = end;
+        await pacer.check();
       }
       search[f] = view;
     }

@@ -51,20 +51,22 @@ export interface Compacted {
 export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<Compacted> {
   const tables = {} as Record<ResourceName, Table>;
   // Property first: children link to its new rows.
-  const live = (t: TableAccess): Uint32Array => {
-    const order = t.keyOrder;
+  function* live(t: TableAccess): Steps<Uint32Array> {
+    const order = yield* t.keyOrderSteps();
     const out = new Uint32Array(order.length);
     let n = 0;
-    for (const row of order) if (!t.isDead(row)) out[n++] = row;
+    yield* each(order.length, (i) => {
+      if (!t.isDead(order[i])) out[n++] = order[i];
+    });
     return out.subarray(0, n);
-  };
+  }
   const oldProperty = store.Property;
   const propertyAccess = access.of(oldProperty);
-  const propertyRows = live(propertyAccess);
+  const propertyRows = yield* live(propertyAccess);
   tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
-  propertyRows.forEach((row, i) => (newRowOf[row] = i));
+  yield* each(propertyRows.length, (i) => (newRowOf[propertyRows[i]] = i));
   const parentMap = (p: number): number => {
     if (p < 0) return -1;
     if (newRowOf[p] >= 0) return newRowOf[p];
@@ -73,12 +75,12 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   };
   for (const r of CHILD_RESOURCES) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, live(access.of(t)), { table: tables.Property, map: parentMap });
+    tables[r] = yield* gatherTableSteps(t, yield* live(access.of(t)), { table: tables.Property, map: parentMap });
   }
   // the roster, and Lookup (whose rows never die: gathered as they are)
   for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, live(access.of(t)), null);
+    tables[r] = yield* gatherTableSteps(t, yield* live(access.of(t)), null);
   }
   // the EntityEvent log: the newest event of each record, in sequence order (DESIGN.md, "EntityEvent")
   tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, yield* keptEventSteps(store.EntityEvent, tables, retention), null);
@@ -136,7 +138,7 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
   const newest = new Map<string, number>();
   for (let row = 0; row < n; row++) {
     newest.set(`${String(names.json(row, 0))}\u0000${String(keys.json(row, 0))}`, row);
-    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+    if (row % EVENT_STEP_ROWS === EVENT_STEP_ROWS - 1) yield;
   }
   const keep = newBitmap(n);
   setBit(keep, n - 1);
@@ -146,10 +148,12 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
     const there = isResourceName(resource) && tables[resource] !== undefined && tables[resource].rowOfKey(String(keys.json(row, 0))) >= 0;
     const at = written !== undefined && getBit(written.validity, row) ? written.values[row] : -Infinity;
     if (there || retention.nowMs - at <= retention.retentionMs) setBit(keep, row);
-    if (++seen % GATHER_STEP_ROWS === 0) yield;
+    if (++seen % EVENT_STEP_ROWS === 0) yield;
   }
   const rows: number[] = [];
-  for (let row = 0; row < n; row++) if (getBit(keep, row)) rows.push(row);
+  yield* each(n, (row) => {
+    if (getBit(keep, row)) rows.push(row);
+  });
   return Uint32Array.from(rows);
 }
 
@@ -160,8 +164,11 @@ interface ParentLinkMap {
   readonly map: (oldRow: number) => number;
 }
 
-/** Rows of one column gathered, or keys indexed, between two yields. */
-const GATHER_STEP_ROWS = 1 << 18;
+/** Rows of one column gathered, or keys indexed, between two check points (the runner gives the loop a turn once the step budget is used). */
+const GATHER_STEP_ROWS = 1 << 12;
+
+/** Events whose record is looked up (a string key built and hashed per row) between two check points. */
+const EVENT_STEP_ROWS = 512;
 
 /** body(i) for i in [0, n), yielding every GATHER_STEP_ROWS. */
 function* each(n: number, body: (i: number) => void): Steps<void> {
@@ -201,15 +208,21 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     return out;
   }
   /** A sparse row -> value map, re-keyed by the new rows. */
-  const sparse = <V>(m: ReadonlyMap<number, V> | null): Map<number, V> | null => {
+  function* sparse<V>(m: ReadonlyMap<number, V> | null): Steps<Map<number, V> | null> {
     if (m === null || m.size === 0) return null;
     const out = new Map<number, V>();
-    for (let i = 0; i < n; i++) {
+    yield* each(n, (i) => {
       const v = m.get(rows[i]);
       if (v !== undefined) out.set(i, v);
-    }
+    });
     return out.size > 0 ? out : null;
-  };
+  }
+  /** Offsets of the gathered rows' runs [offsets[row], offsets[row + 1]) of `from`. */
+  function* offsetsOf(from: Uint32Array): Steps<Uint32Array> {
+    const offsets = new Uint32Array(n + 1);
+    yield* each(n, (i) => (offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]]));
+    return offsets;
+  }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
     const out = new (codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(n);
     yield* each(n, (i) => (out[i] = codes[rows[i]]));
@@ -228,15 +241,14 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
           const into = (styles = new Uint16Array(n));
           yield* each(n, (i) => (into[i] = from[rows[i]]));
         }
-        return new TimestampColumn(yield* values(c.values), yield* bits(c.validity), styles, c.styleTable, sparse(c.exceptions));
+        return new TimestampColumn(yield* values(c.values), yield* bits(c.validity), styles, c.styleTable, yield* sparse(c.exceptions));
       }
       case 'boolean':
         return new BooleanColumn(yield* bits(c.bits), yield* bits(c.validity));
       case 'dictionary':
         return new DictionaryColumn(yield* codesOf(c.codes), c.dictionary);
       case 'collection': {
-        const offsets = new Uint32Array(n + 1);
-        for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + c.offsets[rows[i] + 1] - c.offsets[rows[i]];
+        const offsets = yield* offsetsOf(c.offsets);
         const codes = new (c.codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(offsets[n]);
         yield* each(n, (i) => codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]));
         return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
@@ -246,11 +258,10 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
           const parentRow = new Int32Array(n);
           yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])));
-          return new ParentKeyColumn(parentRow, parent.table.keyColumn, sparse(c.unlinked));
+          return new ParentKeyColumn(parentRow, parent.table.keyColumn, yield* sparse(c.unlinked));
         }
         const t = c as Utf8TextColumn;
-        const offsets = new Uint32Array(n + 1);
-        for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + t.offsets[rows[i] + 1] - t.offsets[rows[i]];
+        const offsets = yield* offsetsOf(t.offsets);
         const bytes = Buffer.allocUnsafeSlow(offsets[n]);
         yield* each(n, (i) => t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]));
         return new Utf8TextColumn(bytes, offsets, yield* bits(t.validity));

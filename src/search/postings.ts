@@ -52,7 +52,7 @@ export function buildFieldIndex(
 }
 
 /** Rows buildFieldIndexSteps reads or writes between two yields. */
-export const BUILD_STEP_ROWS = 1_024;
+export const BUILD_STEP_ROWS = 64;
 
 /**
  * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of each pass, so a caller

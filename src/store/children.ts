@@ -52,7 +52,7 @@ export function buildChildIndex(child: Table, parentCount: number, linkField: st
 }
 
 /** Listings whose children buildChildIndexSteps sorts between two yields. */
-const SORT_STEP_PARENTS = 1 << 16;
+const SORT_STEP_PARENTS = 1 << 10;
 
 /** buildChildIndex as steps (compaction): it yields after grouping and every SORT_STEP_PARENTS listings sorted. */
 export function* buildChildIndexSteps(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): Steps<ChildIndex> {

@@ -1,14 +1,66 @@
 /**
- * Work done in steps: a generator that yields between bounded pieces of work (building an index,
- * compacting, carrying structures over), run either to the end at once or with the event loop
- * given a turn between steps so that queries keep being answered (DESIGN.md, "Change").
+ * Work done in steps: a generator that yields at check points between small pieces of work
+ * (building an index, compacting, carrying structures over), run either to the end at once or
+ * with the event loop given a turn whenever the work since the last turn has used its time budget
+ * (a Pacer), so that queries keep being answered (DESIGN.md, "Change").
  */
 
-/** A piece of work in steps, returning T when done. */
+/** A piece of work in steps, returning T when done. Each `yield` is a check point, not necessarily a turn. */
 export type Steps<T> = Generator<void, T, void>;
+
+/**
+ * How long (ms) work in steps runs before it gives the event loop a turn: a query due meanwhile
+ * waits about this long. Work checks the clock every few hundred rows, so a step overruns it by
+ * one such piece at most.
+ */
+export const STEP_BUDGET_MS = 1;
+
+let currentBudgetMs = STEP_BUDGET_MS;
+
+/**
+ * Sets the time budget of the pacers made from now on and returns the one before: 0 gives the
+ * loop a turn at every check point (tests use it to interleave queries at every point a change
+ * can be interrupted), Infinity never.
+ */
+export function setStepBudgetMs(ms: number): number {
+  const was = currentBudgetMs;
+  currentBudgetMs = ms;
+  return was;
+}
 
 /** Gives the event loop a turn (queries waiting run on the published generation). */
 export const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** When a piece of work in steps gives the event loop a turn: once it has run its budget since the last one. */
+export class Pacer {
+  private since = performance.now();
+  /** Turns given so far. */
+  turns = 0;
+
+  constructor(readonly budgetMs: number = currentBudgetMs) {}
+
+  /** Whether the work since the last turn has used the budget (check, then `await turn()`). */
+  due(): boolean {
+    return performance.now() - this.since >= this.budgetMs;
+  }
+
+  /** Gives the event loop a turn and starts a new budget. */
+  async turn(): Promise<void> {
+    await yieldToLoop();
+    this.turns++;
+    this.since = performance.now();
+  }
+
+  /** A check point: a turn when the budget is used. */
+  async check(): Promise<void> {
+    if (this.due()) await this.turn();
+  }
+
+  /** Milliseconds since the last turn. */
+  get elapsed(): number {
+    return performance.now() - this.since;
+  }
+}
 
 /** Runs every step at once and returns the result. */
 export function runNow<T>(steps: Steps<T>): T {
@@ -18,19 +70,49 @@ export function runNow<T>(steps: Steps<T>): T {
   }
 }
 
-/** Runs the steps with the event loop given a turn after each one, and returns the result. */
-export async function runYielding<T>(steps: Steps<T>): Promise<T> {
+/** Runs the steps, giving the event loop a turn at the check points where the pacer's budget is used, and returns the result. */
+export async function runYielding<T>(steps: Steps<T>, pacer: Pacer = new Pacer()): Promise<T> {
   for (;;) {
     const next = steps.next();
     if (next.done) return next.value;
-    await yieldToLoop();
+    if (pacer.due()) await pacer.turn();
   }
 }
 
-/** A list of step functions as steps (each one a step). */
+/** A list of step functions as steps (a check point after each). */
 export function* eachStep(steps: Iterable<() => void>): Steps<void> {
   for (const step of steps) {
     step();
     yield;
+  }
+}
+
+/**
+ * Sizes slices of work so that one takes about `share` of the budget: starts at `first` items and
+ * scales by the time the last slice took (between `min` and `max` items).
+ */
+export class SliceSizer {
+  private size: number;
+  constructor(
+    private readonly pacer: Pacer,
+    first: number,
+    private readonly min: number,
+    private readonly max: number,
+    private readonly share = 0.5,
+  ) {
+    this.size = first;
+  }
+
+  get next(): number {
+    return this.size;
+  }
+
+  /** Records that `items` took `ms` (with a budget of 0, slices keep their first size: a turn after each, whatever they took). */
+  took(items: number, ms: number): void {
+    if (!(this.pacer.budgetMs > 0)) return;
+    const target = this.pacer.budgetMs * this.share;
+    const perItem = Math.max(ms, 0.01) / Math.max(items, 1);
+    const want = Number.isFinite(target) ? Math.floor(target / perItem) : this.max;
+    this.size = Math.max(this.min, Math.min(this.max, want));
   }
 }

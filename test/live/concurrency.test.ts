@@ -1,13 +1,15 @@
 /**
  * Concurrency: queries during a large change see all of it or none of it. A change is built in
- * chunks of CHUNK_RECORDS records with event-loop turns between chunks and structures, so queries
- * issued from setImmediate turns run while it applies (deterministically: the number of turns
- * follows from the record count, not from timing). Every query answered while the change was in
+ * steps with check points every few records and rows, and the event loop gets a turn at a check
+ * point once the step budget is used; here the budget is 0 (a turn at every check point), so
+ * queries issued from setImmediate turns run while it applies deterministically (the number of
+ * turns follows from the record count, not from timing). Every query answered while the change was in
  * flight must show the old data entirely or the new data entirely, and the one its generation
  * says; a change that fails leaves every concurrent and later query on the old data; changes
  * issued back to back apply one after the other, in the order asked.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setStepBudgetMs } from '../../src/util/steps.js';
 import type { Engine } from '../../src/engine.js';
 import { CHUNK_RECORDS, type ChangeOperation } from '../../src/live/change.js';
 import { dataSetOf, generated, keysOf, openEngine, rejectionOf, type DataSet, type Listing, type Rec } from './helpers.js';
@@ -21,6 +23,14 @@ const MARKER = 'Markerville';
 const WORD = 'zanzibarite';
 const REMOVED = BASE.slice(0, 50);
 const SOURCES = ['HAR', 'NWMLS'];
+
+let budgetBefore: number;
+beforeAll(() => {
+  budgetBefore = setStepBudgetMs(0);
+});
+afterAll(() => {
+  setStepBudgetMs(budgetBefore);
+});
 
 const keyOf = (l: Listing): string => l.property.ListingKey as string;
 const marked = (r: Rec): Rec => ({ ...r, City: MARKER, PublicRemarks: `${String(r.PublicRemarks ?? '')} ${WORD}`.trim() });

@@ -25,21 +25,50 @@ export interface BatchOptions {
 export const linkedTo = new WeakMap<Table, Table>();
 
 /**
+ * Reads one resource's batch records into a Table a record at a time (`add`), so that a caller can
+ * give the event loop turns between records, then `finish` makes the Table; see `loadBatch`.
+ */
+export class BatchReader {
+  private readonly builder: TableBuilder;
+  private readonly parent: Table | undefined;
+  /** Records added so far. */
+  count = 0;
+
+  constructor(
+    readonly resource: ResourceName,
+    options: BatchOptions = {},
+  ) {
+    const child = CATALOG[resource].parent !== null;
+    this.parent = child ? options.parent : undefined;
+    this.builder = new TableBuilder(resource, {
+      skipBadRecords: false,
+      skipLog: new SkipLog(),
+      now: options.now ?? (() => Date.now()),
+      parent: this.parent,
+      deferParent: child && options.parent === undefined,
+    });
+  }
+
+  /** Reads the next record (`line`: its 1-based number, for errors). */
+  add(record: unknown, line: number): void {
+    this.builder.addValue(record, line);
+    this.count++;
+  }
+
+  finish(): Table {
+    const table = this.builder.finish();
+    if (this.parent !== undefined) linkedTo.set(table, this.parent);
+    return table;
+  }
+}
+
+/**
  * Loads one resource's batch records into a Table for `TableAppender.append` (errors as the
  * loader reports them: DataError with the record number). A child batch needs no Property
  * records: its listing keys are resolved against `options.parent`, or later by `append`.
  */
 export function loadBatch(resource: ResourceName, records: readonly unknown[], options: BatchOptions = {}): Table {
-  const child = CATALOG[resource].parent !== null;
-  const b = new TableBuilder(resource, {
-    skipBadRecords: false,
-    skipLog: new SkipLog(),
-    now: options.now ?? (() => Date.now()),
-    parent: child ? options.parent : undefined,
-    deferParent: child && options.parent === undefined,
-  });
-  for (let i = 0; i < records.length; i++) b.addValue(records[i], i + 1);
-  const table = b.finish();
-  if (child && options.parent !== undefined) linkedTo.set(table, options.parent);
-  return table;
+  const reader = new BatchReader(resource, options);
+  for (let i = 0; i < records.length; i++) reader.add(records[i], i + 1);
+  return reader.finish();
 }

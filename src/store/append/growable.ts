@@ -7,10 +7,14 @@
  */
 import { QueryError } from '../../errors.js';
 import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
+import type { Steps } from '../../util/steps.js';
 
 export type Elements = Float64Array | Uint32Array | Uint16Array | Int32Array;
 
 const MIN_CAPACITY = 1024;
+/** Elements (or bytes) a reserving copy moves between two check points (about a megabyte). */
+const COPY_STEP = 1 << 18;
+const COPY_STEP_BYTES = 1 << 20;
 const MAX_BYTES = 0xffff_ffff;
 
 /** Elements for `needed`: an array of ours doubles; the first copy of a loaded one gets 1/8 more. */
@@ -31,6 +35,22 @@ export class Backing<T extends Elements> {
   room(used: number, needed: number): T {
     if (this.owned && needed <= this.array.length) return this.array;
     return this.copy(used, needed, this.array.constructor as new (n: number) => T);
+  }
+
+  /**
+   * `room` as steps (reserving before an append, when nothing writes the array): the copy in
+   * slices with a check point after each, the new array taken only at the end.
+   */
+  *roomSteps(used: number, needed: number): Steps<void> {
+    if (this.owned && needed <= this.array.length) return;
+    const make = this.array.constructor as new (n: number) => T;
+    const next = new make(capacity(this.owned, this.array.length, needed));
+    for (let a = 0; a < used; a += COPY_STEP) {
+      next.set(this.array.subarray(a, Math.min(used, a + COPY_STEP)), a);
+      yield;
+    }
+    this.array = next;
+    this.owned = true;
   }
 
   /** Codes past 65,535: the same elements in a Uint32Array of room for `needed`. */
@@ -56,6 +76,10 @@ export class Bits {
 
   room(used: number, needed: number): void {
     this.words.room(wordsFor(used), wordsFor(needed));
+  }
+
+  roomSteps(used: number, needed: number): Steps<void> {
+    return this.words.roomSteps(wordsFor(used), wordsFor(needed));
   }
 
   /** Bits [at, at + m) from src[0, m) (every bit written, so nothing stale survives). */
@@ -95,5 +119,18 @@ export class ByteBacking {
     this.bytes = next;
     this.owned = true;
     return next;
+  }
+
+  /** `room` as steps (see Backing.roomSteps). */
+  *roomSteps(used: number, needed: number): Steps<void> {
+    if (this.owned && needed <= this.bytes.length) return;
+    if (needed > MAX_BYTES) throw new QueryError('DataTooLarge', 'A text column holds more than 4 GiB of text.');
+    const next = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
+    for (let a = 0; a < used; a += COPY_STEP_BYTES) {
+      this.bytes.copy(next, a, a, Math.min(used, a + COPY_STEP_BYTES));
+      yield;
+    }
+    this.bytes = next;
+    this.owned = true;
   }
 }

@@ -45,11 +45,12 @@ import type { ResourceName } from '../../schema/types.js';
 import type { ByteIndex } from '../byte-index.js';
 import { ParentKeyColumn, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
 import { Table } from '../table.js';
+import { runNow, type Steps } from '../../util/steps.js';
 import { GenerationKeyIndex, KeyDelta } from './key-delta.js';
 import { DaysOnMarketPart, PointPart } from './parts/derived.js';
 import { LinkPart } from './parts/link.js';
 import { NumberPart, TimestampPart } from './parts/number.js';
-import type { Batch, Part } from './parts/part.js';
+import type { Batch, Part, Write } from './parts/part.js';
 import { nullColumn, partOf } from './parts/part-of.js';
 import { addedFields, fittingColumn, schemaMismatch, withFields } from './schema-fit.js';
 
@@ -114,13 +115,17 @@ export class TableAppender {
   }
 
   /**
-   * One step per column that makes room for `m` more rows (reserve): an upsert runs them, with the
-   * event loop yielded between, before its first append, so the first append after a load (which
-   * copies every column of the loaded segment) or a doubling does not copy them all at once.
+   * Steps that make room for `m` more rows in every column (reserve), with a check point after
+   * each column and within a column's copy: an upsert runs them, with event-loop turns between,
+   * before its first append, so the first append after a load (which copies every column of the
+   * loaded segment) or a doubling does not copy them all at once.
    */
-  reserveSteps(m: number): Array<() => void> {
+  *reserveSteps(m: number): Steps<void> {
     const n = this.current.rowCount;
-    return this.parts.map((part) => () => part.reserve(n, m));
+    for (const part of this.parts) {
+      yield* part.reserve(n, m);
+      yield;
+    }
   }
 
   /** The newest generation's schema (a batch may add fields). */
@@ -169,27 +174,38 @@ export class TableAppender {
    * (SchemaMismatch, MissingParent).
    */
   append(batch: Table, options: AppendOptions = {}): Table {
+    return runNow(this.appendSteps(batch, options));
+  }
+
+  /**
+   * `append` as steps, with a check point after every few columns prepared and written (a batch
+   * of a table with hundreds of fields takes a while). Nothing is visible before the new
+   * generation is returned; every check that can refuse the batch runs before the first write.
+   */
+  *appendSteps(batch: Table, options: AppendOptions = {}): Steps<Table> {
     const resource = this.resource;
     if (batch.resource !== resource) throw schemaMismatch(resource, null, `a ${batch.resource} batch cannot be appended to ${resource}`);
     const m = batch.rowCount;
     if (m === 0) return this.current;
     const restore = { schemaNow: this.schemaNow, parts: this.parts, keyAt: this.keyAt };
     this.addFields(batch, m);
+    const ctx: Batch = { resource, table: batch, rows: m, parent: options.parent };
+    const writes: Write[] = [];
     try {
-      return this.write(batch, m, options);
+      for (let i = 0; i < this.parts.length; i++) {
+        writes.push(this.parts[i].prepare(fittingColumn(resource, this.schema.fields[i], batch, m), ctx));
+        if (i % APPEND_CHECK_COLUMNS === APPEND_CHECK_COLUMNS - 1) yield;
+      }
     } catch (e) {
       Object.assign(this, restore); // nothing was written: the fields added for this batch go too
       throw e;
     }
-  }
-
-  private write(batch: Table, m: number, options: AppendOptions): Table {
-    const resource = this.resource;
-    const ctx: Batch = { resource, table: batch, rows: m, parent: options.parent };
-    const writes = this.parts.map((part, i) => part.prepare(fittingColumn(resource, this.schema.fields[i], batch, m), ctx));
     const n = this.current.rowCount;
     const total = n + m;
-    for (const write of writes) write(n);
+    for (let i = 0; i < writes.length; i++) {
+      writes[i](n);
+      if (i % APPEND_CHECK_COLUMNS === APPEND_CHECK_COLUMNS - 1) yield;
+    }
     const columns = this.parts.map((p) => p.column(total));
     const keys = columns[this.keyAt] as Utf8TextColumn;
     this.delta.insert(keys, n, total, this.baseIndex);
@@ -197,3 +213,6 @@ export class TableAppender {
     return this.current;
   }
 }
+
+/** Columns prepared or written between two check points of appendSteps. */
+const APPEND_CHECK_COLUMNS = 32;

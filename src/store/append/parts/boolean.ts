@@ -1,4 +1,5 @@
 /** The part of boolean columns: a value bitmap and a validity bitmap. */
+import type { Steps } from '../../../util/steps.js';
 import { BooleanColumn, type Column } from '../../columns.js';
 import { Bits } from '../growable.js';
 import { Part, type Batch, type Write } from './part.js';
@@ -13,9 +14,9 @@ export class BooleanPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
-  override reserve(n: number, m: number): void {
-    this.bits.room(n, n + m);
-    this.validity.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.bits.roomSteps(n, n + m);
+    yield* this.validity.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {

@@ -3,6 +3,7 @@
  * (CollectionPart), and the dictionary both extend (Codes), copied on the first new entry so the
  * published generations keep theirs.
  */
+import type { Steps } from '../../../util/steps.js';
 import { CollectionColumn, DictionaryColumn, type Column } from '../../columns.js';
 import { Backing, Bits } from '../growable.js';
 import { Part, stringsOf, type Batch, type Write } from './part.js';
@@ -70,8 +71,8 @@ export class DictionaryPart extends Part {
     this.dict = new Codes(base.dictionary, 1);
   }
 
-  override reserve(n: number, m: number): void {
-    this.codes.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.codes.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -116,10 +117,11 @@ export class CollectionPart extends Part {
     this.dict = new Codes(base.dictionary, 0);
   }
 
-  override reserve(n: number, m: number): void {
-    const at = this.offsets.room(n + 1, n + m + 1)[n];
-    this.validity.room(n, n + m);
-    this.codes.room(at, at);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.offsets.roomSteps(n + 1, n + m + 1);
+    const at = this.offsets.array[n];
+    yield* this.validity.roomSteps(n, n + m);
+    yield* this.codes.roomSteps(at, at);
   }
 
   prepare(src: Column | null, batch: Batch): Write {

@@ -4,6 +4,7 @@
  * validity). Shared arrays are written by the part that owns them; each generation's derived
  * column is built on that part's views of the same generation.
  */
+import type { Steps } from '../../../util/steps.js';
 import { DaysOnMarketColumn, PointColumn, type Column, type TimestampColumn } from '../../columns.js';
 import { Backing, Bits } from '../growable.js';
 import type { NumberPart, TimestampPart } from './number.js';
@@ -22,9 +23,9 @@ export class PointPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
-  override reserve(n: number, m: number): void {
-    for (const own of [this.lat, this.lon]) if (own instanceof Backing) own.room(n, n + m);
-    this.validity.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    for (const own of [this.lat, this.lon]) if (own instanceof Backing) yield* own.roomSteps(n, n + m);
+    yield* this.validity.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -66,10 +67,10 @@ export class DaysOnMarketPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
-  override reserve(n: number, m: number): void {
+  override *reserve(n: number, m: number): Steps<void> {
     if (this.owner !== null) return;
-    this.reference.room(n, n + m);
-    this.validity.room(n, n + m);
+    yield* this.reference.roomSteps(n, n + m);
+    yield* this.validity.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {

@@ -3,6 +3,7 @@
  * is resolved to a row of the Property table given with the append (MissingParent when it has
  * none), unless the batch was linked to that same table as it was loaded (batch.ts).
  */
+import type { Steps } from '../../../util/steps.js';
 import type { ParentLink } from '../../../schema/types.js';
 import { ParentKeyColumn, Utf8TextColumn, type Column, type TextColumn } from '../../columns.js';
 import { DataError } from '../../errors.js';
@@ -28,8 +29,8 @@ export class LinkPart extends Part {
     this.unlinked = base.unlinked;
   }
 
-  override reserve(n: number, m: number): void {
-    this.parentRow.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.parentRow.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {

@@ -4,6 +4,7 @@
  * Their base arrays are exposed so that derived parts (parts/derived.ts) can find the part that
  * owns the arrays they share.
  */
+import type { Steps } from '../../../util/steps.js';
 import { QueryError } from '../../../errors.js';
 import { DateColumn, NumberColumn, TimestampColumn, type Column } from '../../columns.js';
 import { CANONICAL_STYLE } from '../../temporal.js';
@@ -27,9 +28,9 @@ export class NumberPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
-  override reserve(n: number, m: number): void {
-    this.numbers.room(n, n + m);
-    this.validity.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.numbers.roomSteps(n, n + m);
+    yield* this.validity.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
@@ -79,10 +80,10 @@ export class TimestampPart extends Part {
     this.exceptions = base.exceptions;
   }
 
-  override reserve(n: number, m: number): void {
-    this.values.room(n, n + m);
-    this.validity.room(n, n + m);
-    this.styles?.room(n, n + m);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.values.roomSteps(n, n + m);
+    yield* this.validity.roomSteps(n, n + m);
+    if (this.styles) yield* this.styles.roomSteps(n, n + m);
   }
 
   prepare(src: Column | null, batch: Batch): Write {

@@ -4,6 +4,7 @@
  * builds each generation's column object over exact-length views of them. Also the batch context
  * the parts are given and the string view of a batch column that the string-storing parts share.
  */
+import type { Steps } from '../../../util/steps.js';
 import type { ResourceName } from '../../../schema/types.js';
 import type { Column } from '../../columns.js';
 import type { DataError } from '../../errors.js';
@@ -46,10 +47,10 @@ export abstract class Part {
 
   /**
    * Makes room in the backing arrays for m rows after the first n, as the write of an append of m
-   * rows would (the first time: copying the loaded segment's arrays), writing nothing: a caller
-   * can then spread the copies over several steps.
+   * rows would (the first time: copying the loaded segment's arrays), writing nothing, in steps
+   * (each array copied in slices), so a caller can spread the copies over event-loop turns.
    */
-  reserve(_n: number, _m: number): void {}
+  *reserve(_n: number, _m: number): Steps<void> {}
 
   /** Saves the state appends change beyond the arrays; the function returned restores it. */
   checkpoint(): () => void {

@@ -1,4 +1,5 @@
 /** The part of UTF-8 text columns (the key column among them): bytes, offsets and validity. */
+import type { Steps } from '../../../util/steps.js';
 import { writeUtf8 } from '../../bytes.js';
 import { Utf8TextColumn, type Column } from '../../columns.js';
 import { Backing, Bits, ByteBacking } from '../growable.js';
@@ -17,10 +18,11 @@ export class TextPart extends Part {
     this.validity = new Bits(base.validity);
   }
 
-  override reserve(n: number, m: number): void {
-    const end = this.offsets.room(n + 1, n + m + 1)[n];
-    this.validity.room(n, n + m);
-    this.bytes.room(end, end);
+  override *reserve(n: number, m: number): Steps<void> {
+    yield* this.offsets.roomSteps(n + 1, n + m + 1);
+    const end = this.offsets.array[n];
+    yield* this.validity.roomSteps(n, n + m);
+    yield* this.bytes.roomSteps(end, end);
   }
 
   prepare(src: Column | null, batch: Batch): Write {
