@@ -25,6 +25,23 @@ const MAX_VALUE_BITSETS = 64;
 /** Composite counts kept per table (the oldest made is dropped first). */
 const MAX_COMPOSITE_COUNTS = 256;
 
+/**
+ * Walk counts kept per table: entries, and bytes of their bitsets and block counts (the oldest
+ * made is dropped first).
+ */
+const MAX_WALK_COUNTS = 32;
+const MAX_WALK_COUNT_BYTES = 16 << 20;
+
+/**
+ * What ordered walks of one lookup over one sorted order keep in a generation (src/exec/walk.ts
+ * decides when to build): the positions plain walks have read so far, and once built, the
+ * lookup's bitset with its block counts over the whole order.
+ */
+export interface WalkCounts {
+  paid: number;
+  built: { readonly bits: Uint32Array; readonly counts: Uint32Array } | null;
+}
+
 /** One dictionary column's codes a composite count holds rows of. */
 export interface CodeTerm {
   readonly field: string;
@@ -55,6 +72,8 @@ export class TableAccess {
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, TextIndex>();
   private readonly composite = new Map<string, CompositeCount>();
+  private readonly walkCountsCache = new Map<string, WalkCounts>();
+  private walkCountBytes = 0;
   private liveCache: Uint32Array | null = null;
   private deadCountCache: number | null = null;
 
@@ -320,6 +339,33 @@ export class TableAccess {
   keepCount(key: string, terms: readonly CodeTerm[], count: number): void {
     if (this.composite.size >= MAX_COMPOSITE_COUNTS) this.composite.delete(this.composite.keys().next().value!);
     this.composite.set(key, { terms, count });
+  }
+
+  /**
+   * The walk counts kept under `key` (the caller's spelling of the lookup and the order), made
+   * empty on first use. Not carried to the next generation: its rows and orders differ.
+   */
+  walkCounts(key: string): WalkCounts {
+    let w = this.walkCountsCache.get(key);
+    if (w === undefined) {
+      if (this.walkCountsCache.size >= MAX_WALK_COUNTS) this.dropOldestWalkCounts();
+      w = { paid: 0, built: null };
+      this.walkCountsCache.set(key, w);
+    }
+    return w;
+  }
+
+  /** Keeps the bitset and block counts of walk counts made by `walkCounts`, within the byte bound. */
+  keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array): void {
+    w.built = { bits, counts };
+    this.walkCountBytes += bits.byteLength + counts.byteLength;
+    while (this.walkCountBytes > MAX_WALK_COUNT_BYTES && this.walkCountsCache.values().next().value !== w) this.dropOldestWalkCounts();
+  }
+
+  private dropOldestWalkCounts(): void {
+    const [key, w] = this.walkCountsCache.entries().next().value!;
+    if (w.built !== null) this.walkCountBytes -= w.built.bits.byteLength + w.built.counts.byteLength;
+    this.walkCountsCache.delete(key);
   }
 
   /** The rows holding one code of a dictionary column, as a bitset (built on first use; dead rows included). */

@@ -2,10 +2,13 @@
  * The walk operator: the first rows of an order (the key order, or a sorted permutation) that the
  * filter allows, stopping as soon as the page (plus one row, to know whether more remain) is full.
  */
+import type { TableAccess } from '../access/access.js';
 import type { Bound } from '../plan/bound.js';
+import type { LookupTerm } from '../plan/plan.js';
 import type { Table } from '../store/table.js';
 import { partitionPoint } from '../util/binary-search.js';
-import { getBit } from '../util/bits.js';
+import { lookupBits } from './lookup.js';
+import type { Slice } from './range.js';
 
 /** The first `need` rows of `order`, from position `from` on, that `keep` allows. */
 export function walkOrder(order: Uint32Array, from: number, keep: (row: number) => boolean, need: number): Uint32Array {
@@ -14,11 +17,147 @@ export function walkOrder(order: Uint32Array, from: number, keep: (row: number) 
   return Uint32Array.from(out);
 }
 
-/** The first `need` rows of an order whose bit is set. */
-export function walkBits(order: Uint32Array, bits: Uint32Array, need: number): Uint32Array {
-  const out: number[] = [];
-  for (let i = 0; i < order.length && out.length < need; i++) if (getBit(bits, order[i])) out.push(order[i]);
-  return Uint32Array.from(out);
+/** Positions of an order per block of match counts (a power of two: a block is found by a shift). */
+export const WALK_BLOCK_SHIFT = 8;
+const WALK_BLOCK = 1 << WALK_BLOCK_SHIFT;
+
+/**
+ * Block counts of a bitset over a whole order, as prefix sums: `counts[b]` is the number of rows
+ * with their bit set at positions [0, b × WALK_BLOCK) of the order, and the last entry the total.
+ * One pass over the order; n / 256 + 1 words (16 KB per million rows).
+ */
+export function blockCounts(order: Uint32Array, bits: Uint32Array): Uint32Array {
+  const blocks = (order.length + WALK_BLOCK - 1) >>> WALK_BLOCK_SHIFT;
+  const counts = new Uint32Array(blocks + 1);
+  let n = 0;
+  for (let b = 0; b < blocks; b++) {
+    counts[b] = n;
+    const end = Math.min(order.length, (b + 1) << WALK_BLOCK_SHIFT);
+    for (let i = b << WALK_BLOCK_SHIFT; i < end; i++) {
+      const row = order[i];
+      n += (bits[row >>> 5] >>> (row & 31)) & 1;
+    }
+  }
+  counts[blocks] = n;
+  return counts;
+}
+
+/** One page of a bit walk: the rows at `rows[skip..]` (the positions before are unset), and the positions of the order read. */
+export interface BitPage {
+  readonly rows: Uint32Array;
+  readonly visited: number;
+}
+
+/**
+ * Matches `skip` to `skip + take - 1` of `order[start, end)` (rows whose bit is set), in order,
+ * written at `rows[skip..]` of an array whose first `skip` entries are left zero: the shape
+ * respond (src/exec/page.ts) reads, which takes the page from position `skip` and knows more
+ * remain when the array reaches past the page. Fewer than `skip` matches give no rows.
+ *
+ * Without `counts` the walk tests every position up to the page. With them (blockCounts of the
+ * whole order, for these bits) it jumps over the blocks before the one where match `skip` falls,
+ * found by binary search on the prefix sums, and tests at most the part of `start`'s block before
+ * `start` (a range's slice starts inside a block), one block, and the page's own positions.
+ */
+export function walkBitsPage(
+  order: Uint32Array,
+  bits: Uint32Array,
+  start: number,
+  end: number,
+  skip: number,
+  take: number,
+  counts: Uint32Array | null,
+): BitPage {
+  let visited = 0;
+  let at = start;
+  // matches before `at` in the whole order (`seen`), and the index there of the first one wanted
+  let seen = 0;
+  let first = skip;
+  if (counts !== null && skip >= WALK_BLOCK) {
+    const startBlock = start >>> WALK_BLOCK_SHIFT;
+    let before = counts[startBlock];
+    for (let i = startBlock << WALK_BLOCK_SHIFT; i < start; i++) {
+      const row = order[i];
+      before += (bits[row >>> 5] >>> (row & 31)) & 1;
+    }
+    visited += start - (startBlock << WALK_BLOCK_SHIFT);
+    first = before + skip;
+    seen = before;
+    // the last block that starts with at most `first` matches before it: match `first` is in it or after
+    const endBlock = (end + WALK_BLOCK - 1) >>> WALK_BLOCK_SHIFT;
+    const block = partitionPoint(startBlock + 1, endBlock, (b) => counts[b] <= first) - 1;
+    if (block > startBlock) {
+      at = block << WALK_BLOCK_SHIFT;
+      seen = counts[block];
+    }
+  }
+  if (at >= end || seen + (end - at) <= first) return { rows: NO_ROWS, visited };
+  const page = new Uint32Array(take);
+  let k = 0;
+  let i = at;
+  for (; i < end; i++) {
+    const row = order[i];
+    if (((bits[row >>> 5] >>> (row & 31)) & 1) === 0) continue;
+    if (seen++ < first) continue;
+    page[k++] = row;
+    if (k === take) {
+      i++;
+      break;
+    }
+  }
+  visited += i - at;
+  if (k === 0) return { rows: NO_ROWS, visited };
+  const rows = new Uint32Array(skip + k);
+  rows.set(k === take ? page : page.subarray(0, k), skip);
+  return { rows, visited };
+}
+
+const NO_ROWS = new Uint32Array(0);
+
+/**
+ * A page of an ordered walk of a sorted order (`order`, the whole ascending or descending
+ * permutation of `field`; `[start, end)` the range's slice of it) over the rows of dictionary
+ * lookups, with nothing else to test: the rows are `lookupBits` of the terms.
+ *
+ * Deep pages ($skip of a block or more) are where block counts pay: they are built for the
+ * (lookup, field, direction) once plain walks of it have read as many positions as building
+ * reads (the whole order, one bit test each), so a one-off deep page never pays for them and a
+ * repeated one pays at most twice what building at once would have cost. Once built, every page
+ * of that lookup and order (any slice, any depth) reads the kept bitset instead of making one.
+ */
+export function walkLookupPage(
+  access: TableAccess,
+  terms: readonly LookupTerm[],
+  field: string,
+  descending: boolean,
+  order: Uint32Array,
+  slice: Slice,
+  skip: number,
+  take: number,
+): Uint32Array {
+  const w = access.walkCounts(walkKey(terms, field, descending));
+  let built = w.built;
+  if (built === null && skip >= WALK_BLOCK && w.paid >= order.length) {
+    const bits = lookupBits(access, terms);
+    access.keepWalkCounts(w, bits, blockCounts(order, bits));
+    built = w.built;
+  }
+  if (built !== null) return walkBitsPage(order, built.bits, slice.start, slice.end, skip, take, built.counts).rows;
+  const page = walkBitsPage(order, lookupBits(access, terms), slice.start, slice.end, skip, take, null);
+  if (skip >= WALK_BLOCK) w.paid += page.visited;
+  return page.rows;
+}
+
+/** The walk counts' key of a lookup and an order, spelled once per terms array (a cached plan's). */
+const walkKeys = new WeakMap<readonly LookupTerm[], { asc: Map<string, string>; desc: Map<string, string> }>();
+
+function walkKey(terms: readonly LookupTerm[], field: string, descending: boolean): string {
+  let keys = walkKeys.get(terms);
+  if (keys === undefined) walkKeys.set(terms, (keys = { asc: new Map(), desc: new Map() }));
+  const byField = descending ? keys.desc : keys.asc;
+  let key = byField.get(field);
+  if (key === undefined) byField.set(field, (key = JSON.stringify([field, descending, terms.map((t) => [t.field, t.values])])));
+  return key;
 }
 
 /**
