@@ -34,12 +34,14 @@ const MAX_WALK_COUNT_BYTES = 16 << 20;
 
 /**
  * What ordered walks of one lookup over one sorted order keep in a generation (src/exec/walk.ts
- * decides when to build): the positions plain walks have read so far, and once built, the
- * lookup's bitset with its block counts over the whole order.
+ * decides what and when): the lookup's bitset, the positions plain walks have read so far, and
+ * once they are worth it, the block counts of the bitset over the whole order.
  */
 export interface WalkCounts {
   paid: number;
-  built: { readonly bits: Uint32Array; readonly counts: Uint32Array } | null;
+  /** Set by keepWalkCounts only (it keeps the byte count). */
+  bits: Uint32Array | null;
+  counts: Uint32Array | null;
 }
 
 /** One dictionary column's codes a composite count holds rows of. */
@@ -349,22 +351,23 @@ export class TableAccess {
     let w = this.walkCountsCache.get(key);
     if (w === undefined) {
       if (this.walkCountsCache.size >= MAX_WALK_COUNTS) this.dropOldestWalkCounts();
-      w = { paid: 0, built: null };
+      w = { paid: 0, bits: null, counts: null };
       this.walkCountsCache.set(key, w);
     }
     return w;
   }
 
-  /** Keeps the bitset and block counts of walk counts made by `walkCounts`, within the byte bound. */
-  keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array): void {
-    w.built = { bits, counts };
-    this.walkCountBytes += bits.byteLength + counts.byteLength;
+  /** Keeps a bitset and block counts in walk counts made by `walkCounts`, within the byte bound. */
+  keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array | null): void {
+    this.walkCountBytes += walkCountBytes({ paid: 0, bits, counts }) - walkCountBytes(w);
+    w.bits = bits;
+    w.counts = counts;
     while (this.walkCountBytes > MAX_WALK_COUNT_BYTES && this.walkCountsCache.values().next().value !== w) this.dropOldestWalkCounts();
   }
 
   private dropOldestWalkCounts(): void {
     const [key, w] = this.walkCountsCache.entries().next().value!;
-    if (w.built !== null) this.walkCountBytes -= w.built.bits.byteLength + w.built.counts.byteLength;
+    this.walkCountBytes -= walkCountBytes(w);
     this.walkCountsCache.delete(key);
   }
 
@@ -382,6 +385,10 @@ export class TableAccess {
     }
     return bits;
   }
+}
+
+function walkCountBytes(w: WalkCounts): number {
+  return (w.bits?.byteLength ?? 0) + (w.counts?.byteLength ?? 0);
 }
 
 /** Whether a row holds one of each term's codes. */

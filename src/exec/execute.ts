@@ -34,7 +34,7 @@ import { collectScan } from './scan.js';
 import { collectSearch, SearchResults, type PreparedCall } from './search.js';
 import { collectText } from './text.js';
 import { NavigationRows } from './navigate.js';
-import { keyLowerBound, walkLookupPage, walkOrder } from './walk.js';
+import { keyLowerBound, lookupWalk, walkLookupPage, walkOrder } from './walk.js';
 
 export { constantValue } from './compile.js';
 
@@ -128,7 +128,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
       if (r.ev === null && ctx.sources === undefined) {
         ordered = walkLookupPage(access, source.terms, field, descending, whole, slice, plan.page.skip, plan.page.rows + 1);
       } else {
-        const bits = lookupBits(access, source.terms);
+        const bits = lookupWalk(access, source.terms, field, descending).bits;
         ordered = walkOrder(whole.subarray(slice.start, slice.end), 0, (row) => getBit(bits, row) && r.accept(row), need);
       }
     }

@@ -2,7 +2,7 @@
  * The walk operator: the first rows of an order (the key order, or a sorted permutation) that the
  * filter allows, stopping as soon as the page (plus one row, to know whether more remain) is full.
  */
-import type { TableAccess } from '../access/access.js';
+import type { TableAccess, WalkCounts } from '../access/access.js';
 import type { Bound } from '../plan/bound.js';
 import type { LookupTerm } from '../plan/plan.js';
 import type { Table } from '../store/table.js';
@@ -115,15 +115,32 @@ export function walkBitsPage(
 const NO_ROWS = new Uint32Array(0);
 
 /**
+ * What a position a plain walk reads costs, in positions building block counts reads: building
+ * is one sequential pass with a bit test (2.7 ns a position over a random order of 1M rows), a
+ * walk also branches on every match and keeps count (about 5 ns).
+ */
+const WALK_POSITION_COST = 2;
+
+/**
+ * The walk counts of dictionary lookups over a sorted order of `field` (kept per generation in
+ * the table's access), with the lookup's bitset (`lookupBits` of the terms) made on first use and
+ * kept: a walk then tests bits without making them again (a copy of rowCount / 8 bytes).
+ */
+export function lookupWalk(access: TableAccess, terms: readonly LookupTerm[], field: string, descending: boolean): WalkCounts & { bits: Uint32Array } {
+  const w = access.walkCounts(walkKey(terms, field, descending));
+  if (w.bits === null) access.keepWalkCounts(w, lookupBits(access, terms), null);
+  return w as WalkCounts & { bits: Uint32Array };
+}
+
+/**
  * A page of an ordered walk of a sorted order (`order`, the whole ascending or descending
- * permutation of `field`; `[start, end)` the range's slice of it) over the rows of dictionary
- * lookups, with nothing else to test: the rows are `lookupBits` of the terms.
+ * permutation of `field`; `slice` the range's part of it) over the rows of dictionary lookups,
+ * with nothing else to test: walkBitsPage over the lookup's kept bitset.
  *
- * Deep pages ($skip of a block or more) are where block counts pay: they are built for the
- * (lookup, field, direction) once plain walks of it have read as many positions as building
- * reads (the whole order, one bit test each), so a one-off deep page never pays for them and a
- * repeated one pays at most twice what building at once would have cost. Once built, every page
- * of that lookup and order (any slice, any depth) reads the kept bitset instead of making one.
+ * Deep pages ($skip of a block or more) are where block counts pay. They are built for the
+ * (lookup, field, direction) once plain deep walks of it have cost as much as building does
+ * (a pass over the whole order), so a one-off deep page never pays for them and a repeated one
+ * pays at most about twice what building at once would have cost (the rent-or-buy rule). Once built, every deep page of that lookup and order (any slice, any depth) jumps.
  */
 export function walkLookupPage(
   access: TableAccess,
@@ -135,16 +152,11 @@ export function walkLookupPage(
   skip: number,
   take: number,
 ): Uint32Array {
-  const w = access.walkCounts(walkKey(terms, field, descending));
-  let built = w.built;
-  if (built === null && skip >= WALK_BLOCK && w.paid >= order.length) {
-    const bits = lookupBits(access, terms);
-    access.keepWalkCounts(w, bits, blockCounts(order, bits));
-    built = w.built;
-  }
-  if (built !== null) return walkBitsPage(order, built.bits, slice.start, slice.end, skip, take, built.counts).rows;
-  const page = walkBitsPage(order, lookupBits(access, terms), slice.start, slice.end, skip, take, null);
-  if (skip >= WALK_BLOCK) w.paid += page.visited;
+  const w = lookupWalk(access, terms, field, descending);
+  if (skip < WALK_BLOCK) return walkBitsPage(order, w.bits, slice.start, slice.end, skip, take, null).rows;
+  if (w.counts === null && w.paid * WALK_POSITION_COST >= order.length) access.keepWalkCounts(w, w.bits, blockCounts(order, w.bits));
+  const page = walkBitsPage(order, w.bits, slice.start, slice.end, skip, take, w.counts);
+  if (w.counts === null) w.paid += page.visited;
   return page.rows;
 }
 
