@@ -32,6 +32,25 @@ const MAX_VALUE_BITSETS = 64;
 /** Composite counts kept per table (the oldest made is dropped first). */
 const MAX_COMPOSITE_COUNTS = 256;
 
+/**
+ * Walk counts kept per table: entries, and bytes of their bitsets and block counts (the oldest
+ * made is dropped first).
+ */
+const MAX_WALK_COUNTS = 32;
+const MAX_WALK_COUNT_BYTES = 16 << 20;
+
+/**
+ * What ordered walks of one lookup over one sorted order keep in a generation (src/exec/walk.ts
+ * decides what and when): the lookup's bitset, the positions plain walks have read so far, and
+ * once they are worth it, the block counts of the bitset over the whole order.
+ */
+export interface WalkCounts {
+  paid: number;
+  /** Set by keepWalkCounts only (it keeps the byte count). */
+  bits: Uint32Array | null;
+  counts: Uint32Array | null;
+}
+
 /** One dictionary column's codes a composite count holds rows of. */
 export interface CodeTerm {
   readonly field: string;
@@ -62,6 +81,8 @@ export class TableAccess {
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, TextIndex>();
   private readonly composite = new Map<string, CompositeCount>();
+  private readonly walkCountsCache = new Map<string, WalkCounts>();
+  private walkCountBytes = 0;
   private liveCache: Uint32Array | null = null;
   private deadCountCache: number | null = null;
 
@@ -328,6 +349,34 @@ export class TableAccess {
     this.composite.set(key, { terms, count });
   }
 
+  /**
+   * The walk counts kept under `key` (the caller's spelling of the lookup and the order), made
+   * empty on first use. Not carried to the next generation: its rows and orders differ.
+   */
+  walkCounts(key: string): WalkCounts {
+    let w = this.walkCountsCache.get(key);
+    if (w === undefined) {
+      if (this.walkCountsCache.size >= MAX_WALK_COUNTS) this.dropOldestWalkCounts();
+      w = { paid: 0, bits: null, counts: null };
+      this.walkCountsCache.set(key, w);
+    }
+    return w;
+  }
+
+  /** Keeps a bitset and block counts in walk counts made by `walkCounts`, within the byte bound. */
+  keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array | null): void {
+    this.walkCountBytes += walkCountBytes({ paid: 0, bits, counts }) - walkCountBytes(w);
+    w.bits = bits;
+    w.counts = counts;
+    while (this.walkCountBytes > MAX_WALK_COUNT_BYTES && this.walkCountsCache.values().next().value !== w) this.dropOldestWalkCounts();
+  }
+
+  private dropOldestWalkCounts(): void {
+    const [key, w] = this.walkCountsCache.entries().next().value!;
+    this.walkCountBytes -= walkCountBytes(w);
+    this.walkCountsCache.delete(key);
+  }
+
   /** The rows holding one code of a dictionary column, as a bitset (built on first use; dead rows included). */
   valueBits(field: string, code: number): Uint32Array {
     const key = `${field}\u0000${code}`;
@@ -342,6 +391,10 @@ export class TableAccess {
     }
     return bits;
   }
+}
+
+function walkCountBytes(w: WalkCounts): number {
+  return (w.bits?.byteLength ?? 0) + (w.counts?.byteLength ?? 0);
 }
 
 /** Whether a row holds one of each term's codes. */

@@ -34,7 +34,7 @@ import { collectScan } from './scan.js';
 import { collectSearch, SearchResults, type PreparedCall } from './search.js';
 import { collectText } from './text.js';
 import { NavigationRows } from './navigate.js';
-import { keyLowerBound, walkBits, walkOrder } from './walk.js';
+import { keyLowerBound, lookupWalk, walkLookupPage, walkOrder } from './walk.js';
 
 export { constantValue } from './compile.js';
 
@@ -118,16 +118,19 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     const range = rangeOf(perm, table, field, conjuncts(plan.filter));
     // A descending walk reads the cached descending order: the same slice, mirrored (a range's
     // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
-    const order = descending
-      ? access.sortedDescending(field)!.subarray(perm.length - range.end, perm.length - range.start)
-      : perm.subarray(range.start, range.end);
-    // With dictionary lookups as the source, a bit test stands in for their closures.
-    const bits = source.kind === 'lookup' ? lookupBits(access, source.terms) : null;
-    if (bits === null) ordered = walkOrder(order, 0, run.acceptAll(), need);
+    const whole = descending ? access.sortedDescending(field)! : perm;
+    const slice = descending ? { start: perm.length - range.end, end: perm.length - range.start } : range;
+    if (source.kind !== 'lookup') ordered = walkOrder(whole.subarray(slice.start, slice.end), 0, run.acceptAll(), need);
     else {
+      // With dictionary lookups as the source, a bit test stands in for their closures; with
+      // nothing else to test, the walk may jump to the page by block counts (walk.ts).
       const r = run.rest();
-      ordered =
-        r.ev === null && ctx.sources === undefined ? walkBits(order, bits, need) : walkOrder(order, 0, (row) => getBit(bits, row) && r.accept(row), need);
+      if (r.ev === null && ctx.sources === undefined) {
+        ordered = walkLookupPage(access, source.terms, field, descending, whole, slice, plan.page.skip, plan.page.rows + 1);
+      } else {
+        const bits = lookupWalk(access, source.terms, field, descending).bits;
+        ordered = walkOrder(whole.subarray(slice.start, slice.end), 0, (row) => getBit(bits, row) && r.accept(row), need);
+      }
     }
   } else {
     const matches = run.collect();
