@@ -15,6 +15,7 @@ import { printQueryOptions } from '../odata/printer.js';
 import type { ExpandItem, ParsedQuery, SelectItem } from '../odata/ast.js';
 import { QUERY_RESOURCES, type Plan } from '../plan/plan.js';
 import type { JsonValue } from '../store/columns.js';
+import { recordTexts, type RecordSource } from './record-json.js';
 
 /** The OData version a response is written for (the request's `OData-MaxVersion` decides). */
 export type ODataVersion = '4.0' | '4.01';
@@ -66,6 +67,34 @@ export interface Counter {
 /** The record of one result (a row, or an $apply group). */
 export interface Projector {
   record(id: number): Record<string, JsonValue>;
+  /**
+   * When every record is `table.record(row, fields, nowMs)` (no $ignorenulls, links or
+   * expansions): that table and field list, so that a writer of JSON can take the records' cached
+   * texts (record-json.ts) instead.
+   */
+  readonly plainRecords?: Omit<RecordSource, 'rows'> | null;
+}
+
+/** A page written from cached texts: its source, and the records once someone asks for them. */
+const PAGE_SOURCE = Symbol('page source');
+
+interface LazyPage {
+  [PAGE_SOURCE]?: RecordSource;
+}
+
+/**
+ * The JSON texts of a result's records (each as `JSON.stringify` writes it) when they can come
+ * from the cache of record texts, else null (the caller stringifies `value`).
+ */
+export function pageTexts(result: QueryResult): string[] | null {
+  const source = (result as LazyPage)[PAGE_SOURCE];
+  return source === undefined ? null : recordTexts.texts(source);
+}
+
+/** The number of records of a result's page, without building them. */
+export function pageLength(result: QueryResult): number {
+  const source = (result as LazyPage)[PAGE_SOURCE];
+  return source === undefined ? result.value.length : source.rows.length;
 }
 
 /**
@@ -75,14 +104,45 @@ export interface Projector {
 export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: number | Counter, records: Projector): QueryResult {
   const { skip, rows, top } = plan.page;
   const pageEnd = Math.min(ordered.length, skip + rows);
-  const value: Array<Record<string, JsonValue>> = [];
-  for (let i = skip; i < pageEnd; i++) value.push(records.record(ordered[i]));
   const more = ordered.length > skip + rows && (top === undefined || rows < top);
   const context = ctx.base + contextUrlOf(plan, ctx.version ?? '4.01');
+  const counted = plan.count ? (typeof count === 'number' ? count : count.count()) : undefined;
+  const plain = records.plainRecords ?? null;
+  let result: { '@odata.context': string; '@odata.count'?: number; value: Array<Record<string, JsonValue>>; '@odata.nextLink'?: string };
   // key order: context, count, value, nextLink
-  const result: { '@odata.context': string; '@odata.count'?: number; value: typeof value; '@odata.nextLink'?: string } = plan.count
-    ? { '@odata.context': context, '@odata.count': typeof count === 'number' ? count : count.count(), value }
-    : { '@odata.context': context, value };
+  if (plain === null) {
+    const value: Array<Record<string, JsonValue>> = [];
+    for (let i = skip; i < pageEnd; i++) value.push(records.record(ordered[i]));
+    result = counted !== undefined ? { '@odata.context': context, '@odata.count': counted, value } : { '@odata.context': context, value };
+  } else {
+    // The records are built when `value` is first read: the HTTP service reads none of them when
+    // it writes the page from cached texts (pageTexts).
+    const page = ordered.slice(skip, pageEnd);
+    let value: Array<Record<string, JsonValue>> | null = null;
+    const build = (): Array<Record<string, JsonValue>> => {
+      if (value === null) {
+        value = [];
+        for (let i = 0; i < page.length; i++) value.push(records.record(page[i]));
+      }
+      return value;
+    };
+    result =
+      counted !== undefined
+        ? {
+            '@odata.context': context,
+            '@odata.count': counted,
+            get value() {
+              return build();
+            },
+          }
+        : {
+            '@odata.context': context,
+            get value() {
+              return build();
+            },
+          };
+    Object.defineProperty(result, PAGE_SOURCE, { value: { ...plain, rows: page } satisfies RecordSource });
+  }
   if (more) result['@odata.nextLink'] = ctx.base + nextPageOf(plan, ctx.token);
   return result;
 }

@@ -21,6 +21,7 @@ import {
   type QueryResult,
 } from '../engine.js';
 import { QueryError } from '../errors.js';
+import { pageLength } from '../exec/page.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
@@ -315,7 +316,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   function pageResponse(result: QueryResult, applied: number | undefined, facts: RequestFacts): ServiceResponse {
-    facts.rows = result.value.length;
+    facts.rows = pageLength(result);
     return envelopeResponse(result, applied);
   }
 
@@ -360,7 +361,7 @@ export function createHandler(options: HandlerOptions): Handler {
     head += ',"value":[';
     const next = result['@odata.nextLink'];
     const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
-    const body = recordsBody(head, result.value, tail);
+    const body = recordsBody(head, result, tail);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
     if (body instanceof Uint8Array) headers['Content-Length'] = String(body.byteLength);
     if (applied !== undefined) headers['Preference-Applied'] = `odata.maxpagesize=${applied}`;
