@@ -21,7 +21,6 @@ import {
   type QueryResult,
 } from '../engine.js';
 import { QueryError } from '../errors.js';
-import { pageLength } from '../exec/page.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
@@ -316,7 +315,7 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   function pageResponse(result: QueryResult, applied: number | undefined, facts: RequestFacts): ServiceResponse {
-    facts.rows = pageLength(result);
+    facts.rows = result.value.length;
     return envelopeResponse(result, applied);
   }
 
