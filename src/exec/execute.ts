@@ -261,6 +261,13 @@ class QueryRun {
     );
   }
 
+  /** The table and field list when a record is just the row's fields (page.ts `Projector`). */
+  get plainRecords(): { table: Table; fields: readonly string[] | undefined; nowMs: number } | null {
+    const { plan, compiled } = this;
+    if (plan.ignoreNulls || plan.links.length > 0 || compiled.expansions !== null) return null;
+    return { table: compiled.table, fields: plan.select ?? undefined, nowMs: this.ctx.nowMs };
+  }
+
   /** The record of a row of the page. */
   record(row: number): Record<string, JsonValue> {
     const { plan, ctx } = this;

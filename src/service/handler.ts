@@ -360,7 +360,7 @@ export function createHandler(options: HandlerOptions): Handler {
     head += ',"value":[';
     const next = result['@odata.nextLink'];
     const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
-    const body = recordsBody(head, result.value, tail);
+    const body = recordsBody(head, result, tail);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
     if (body instanceof Uint8Array) headers['Content-Length'] = String(body.byteLength);
     if (applied !== undefined) headers['Preference-Applied'] = `odata.maxpagesize=${applied}`;

@@ -1,0 +1,167 @@
+/**
+ * The JSON text of whole records, kept so that the HTTP service does not build and stringify the
+ * same row again for every page it appears in. A text is kept per table segment (a Table never
+ * changes: a live change makes a new one, so a text can never be stale) and per field list (the
+ * plan's `$select`), for the records `Table.record` builds: no `$ignorenulls`, navigation links
+ * or expansions (page.ts hands only such pages here). DaysOnMarket depends on the clock: its
+ * value is cut out of the text and written afresh per request.
+ *
+ * A text is kept the second time its row is written (a bitmap per table and field list remembers
+ * the first), and a page none of whose rows was written before is left to the caller, which
+ * stringifies its records as one array: measured on pages of 25 whole listings, keeping every
+ * text at once made a first page 38% dearer, against 7x cheaper for a page written again.
+ *
+ * The texts are bounded in all (about 32 MB: characters counted, records are mostly one-byte
+ * strings, plus a fixed charge per row); past the bound the oldest texts go first, whatever table
+ * they belong to.
+ */
+import type { Table } from '../store/table.js';
+import { getBit, newBitmap, setBit } from '../util/bits.js';
+
+/** One row's text: `head + DaysOnMarket's value + tail`, or all of it in `head` (tail null). */
+interface Entry {
+  readonly head: string;
+  readonly tail: string | null;
+  readonly size: number;
+}
+
+/** What a page of records needs to be written from cached texts. */
+export interface RecordSource {
+  readonly table: Table;
+  /** The plan's `$select` (undefined: every field). */
+  readonly fields: readonly string[] | undefined;
+  readonly nowMs: number;
+  /** The page's rows, in order. */
+  readonly rows: Uint32Array;
+}
+
+/** Texts of one table segment and field list, and where DaysOnMarket sits in them. */
+interface Texts {
+  readonly rows: Map<number, Entry>;
+  /** Rows written at least once (bitmap): a text is kept from the second time on. */
+  readonly seen: Uint32Array;
+  /** The DaysOnMarket column's index when the field list has it, else -1. */
+  readonly dom: number;
+  /** `"DaysOnMarket":` as the records write it. */
+  readonly domKey: string;
+}
+
+/** Field lists kept per table beyond which the lists start afresh (each has a bitmap of the table's rows). */
+const MAX_FIELD_LISTS = 64;
+
+/** Characters charged per row beyond its text (map entry, entry object, queue slot). */
+const ROW_CHARGE = 96;
+
+export class RecordTexts {
+  private readonly byTable = new WeakMap<Table, Map<string, Texts>>();
+  /** Entries in the order they were made (FIFO eviction), from `head` on. */
+  private queue: Array<{ rows: Map<number, Entry>; row: number; entry: Entry }> = [];
+  private queueHead = 0;
+  private size = 0;
+
+  constructor(private readonly budget: number) {}
+
+  /**
+   * The JSON text of every row of the page, as `JSON.stringify(table.record(row, fields, nowMs))`
+   * writes it; null when no row of the page has been written before (the caller stringifies the
+   * records as one array, which is cheaper than texts one by one). A row's text is kept the second
+   * time it is written: pages seen once cost what they cost without the cache.
+   */
+  texts(source: RecordSource): string[] | null {
+    const { table, fields, nowMs, rows } = source;
+    const texts = this.textsOf(table, fields);
+    const { seen } = texts;
+    let known = false;
+    for (let i = 0; i < rows.length && !known; i++) known = getBit(seen, rows[i]);
+    if (!known) {
+      for (let i = 0; i < rows.length; i++) setBit(seen, rows[i]);
+      return null;
+    }
+    const out = new Array<string>(rows.length);
+    const dom = texts.dom < 0 ? null : table.columns[texts.dom];
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      let entry = texts.rows.get(row);
+      if (entry === undefined) {
+        if (!getBit(seen, row)) {
+          setBit(seen, row);
+          out[i] = JSON.stringify(table.record(row, fields, nowMs));
+          continue;
+        }
+        entry = this.add(texts, table, fields, row, nowMs);
+      }
+      if (entry.tail === null) out[i] = entry.head;
+      else {
+        const days = dom !== null && dom.kind === 'daysOnMarket' ? dom.get(row, nowMs) : null;
+        out[i] = entry.head + (days === null ? 'null' : String(days)) + entry.tail;
+      }
+    }
+    return out;
+  }
+
+  /** Characters held (texts and per-row charges). */
+  get heldSize(): number {
+    return this.size;
+  }
+
+  private textsOf(table: Table, fields: readonly string[] | undefined): Texts {
+    let byFields = this.byTable.get(table);
+    if (byFields === undefined) this.byTable.set(table, (byFields = new Map<string, Texts>()));
+    const key = fields === undefined ? '' : fields.join('\u0000');
+    let texts = byFields.get(key);
+    if (texts === undefined) {
+      // texts of lists dropped here stay counted until their turn to be evicted comes
+      if (byFields.size >= MAX_FIELD_LISTS) byFields.clear();
+      const names = table.schema.fields;
+      const dom = table.columns.findIndex((c, i) => c.kind === 'daysOnMarket' && (fields === undefined || fields.includes(names[i].name)));
+      texts = { rows: new Map(), seen: newBitmap(table.rowCount), dom, domKey: dom < 0 ? '' : `${JSON.stringify(names[dom].name)}:` };
+      byFields.set(key, texts);
+    }
+    return texts;
+  }
+
+  private add(texts: Texts, table: Table, fields: readonly string[] | undefined, row: number, nowMs: number): Entry {
+    const record = table.record(row, fields, nowMs);
+    let entry: Entry;
+    if (texts.dom < 0) {
+      const head = JSON.stringify(record);
+      entry = { head, tail: null, size: head.length + ROW_CHARGE };
+    } else {
+      // A zero in its place marks where the value goes. The key cannot occur elsewhere in the
+      // text: inside a string value its quotes would be escaped, and nested values (points) do
+      // not have it.
+      const name = table.schema.fields[texts.dom].name;
+      record[name] = 0;
+      const text = JSON.stringify(record);
+      const at = text.indexOf(texts.domKey) + texts.domKey.length;
+      entry = { head: text.slice(0, at), tail: text.slice(at + 1), size: text.length + ROW_CHARGE };
+    }
+    texts.rows.set(row, entry);
+    this.queue.push({ rows: texts.rows, row, entry });
+    this.size += entry.size;
+    if (this.size > this.budget) this.evict();
+    return entry;
+  }
+
+  /** Drops the oldest texts until a quarter of the budget is free. */
+  private evict(): void {
+    const target = this.budget * 0.75;
+    const q = this.queue;
+    while (this.size > target && this.queueHead < q.length) {
+      const { rows, row, entry } = q[this.queueHead];
+      q[this.queueHead++] = undefined!;
+      // a row evicted and made again has a newer queue slot: only the slot of the entry held counts
+      if (rows.get(row) === entry) {
+        rows.delete(row);
+        this.size -= entry.size;
+      }
+    }
+    if (this.queueHead > q.length / 2) {
+      this.queue = q.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+  }
+}
+
+/** The process's texts (32 MB). */
+export const recordTexts = new RecordTexts(32 * 1024 * 1024);

@@ -1,0 +1,120 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Engine } from '../../src/engine.js';
+import { pageTexts, type QueryResult } from '../../src/exec/page.js';
+import { RecordTexts } from '../../src/exec/record-json.js';
+
+const DAY = 86_400_000;
+let ms = Date.parse('2025-06-01T00:00:00Z');
+let engine: Engine;
+
+beforeAll(async () => {
+  engine = await Engine.open({ now: () => new Date(ms) });
+});
+
+/** Pages whose records are the rows' fields: their texts may come from the cache. */
+const PLAIN = [
+  "$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc&$top=25",
+  '$orderby=ListingKey&$skip=10&$top=20&$count=true',
+  '$select=ListingKey,ListPrice,DaysOnMarket&$orderby=ListPrice&$top=30',
+  '$select=DaysOnMarket&$orderby=ListingKey&$top=5',
+  '$select=ListPrice,ListingKey,City&$top=10',
+  '$select=*&$top=3',
+  '$filter=PublicRemarks ne null&$select=PublicRemarks,DaysOnMarket,Appliances,Location,ModificationTimestamp&$top=40',
+];
+/** Pages whose records are shaped further: written by stringifying the records. */
+const SHAPED = [
+  '$select=ListingKey,City&$ignorenulls=true&$top=10',
+  '$expand=Media($top=2)&$top=3',
+  '$select=ListingKey,Media&$top=3',
+  '$apply=groupby((City))&$top=5',
+];
+
+/** The records as JSON.stringify writes them: the service's bytes without the cache. */
+const stringified = (r: QueryResult): string[] => r.value.map((x) => JSON.stringify(x));
+
+/** The page's texts (asked until given: a page none of whose rows was written before has none), checked against the records. */
+function expectSameTexts(query: string): string[] {
+  let lazy = engine.query('Property', query);
+  let texts = pageTexts(lazy);
+  if (texts === null) {
+    lazy = engine.query('Property', query);
+    texts = pageTexts(lazy);
+  }
+  expect(texts, query).not.toBeNull();
+  expect(lazy.value.length).toBe(texts!.length);
+  expect(texts).toEqual(stringified(engine.query('Property', query)));
+  // the records read after the texts are the same records
+  expect(texts).toEqual(stringified(lazy));
+  return texts!;
+}
+
+describe('cached record texts', () => {
+  it('are the records as JSON.stringify writes them, with or without $select, cold and warm', () => {
+    for (const q of PLAIN) {
+      expectSameTexts(q);
+      expectSameTexts(q); // from the cache
+    }
+    for (const q of SHAPED) {
+      const r = engine.query('Property', q);
+      expect(pageTexts(r), q).toBeNull();
+    }
+  });
+
+  it('write DaysOnMarket as of each request, however old the text', () => {
+    const q = '$select=ListingKey,DaysOnMarket,ListPrice&$orderby=ListingKey&$top=50';
+    const before = expectSameTexts(q);
+    expect(before.some((t) => /"DaysOnMarket":[1-9]/.test(t))).toBe(true);
+    const whole = expectSameTexts('$orderby=ListingKey&$top=50');
+    ms += 3 * DAY + 1;
+    const after = expectSameTexts(q);
+    expect(after).not.toEqual(before);
+    const days = (t: string): unknown => (JSON.parse(t) as { DaysOnMarket: unknown }).DaysOnMarket;
+    for (let i = 0; i < before.length; i++) {
+      const [b, a] = [days(before[i]), days(after[i])];
+      if (b === null) expect(a).toBeNull();
+      else expect(a).toBe((b as number) + 3);
+    }
+    expect(expectSameTexts('$orderby=ListingKey&$top=50')).not.toEqual(whole);
+  });
+
+  it('never serve a text of an older generation after a change', async () => {
+    const q = '$orderby=ListingKey&$top=10';
+    const texts = expectSameTexts(q);
+    const first = JSON.parse(texts[0]) as Record<string, unknown>;
+    // a value that spells the key inside a string must not be taken for it
+    const remarks = 'Quoted: ,"DaysOnMarket":7, and {"DaysOnMarket":0}';
+    await engine.upsert('Property', [{ ...withoutDerived(first), ListPrice: 123_456, PublicRemarks: remarks }]);
+    const fresh = expectSameTexts(q);
+    const changed = JSON.parse(fresh[0]) as Record<string, unknown>;
+    expect([changed.ListingKey, changed.ListPrice, changed.PublicRemarks]).toEqual([first.ListingKey, 123_456, remarks]);
+    expect(changed.DaysOnMarket).toEqual(first.DaysOnMarket);
+    expect(fresh.slice(1)).toEqual(texts.slice(1));
+  });
+
+  it('stay within their bound, the oldest dropped first, and stay exact', () => {
+    const small = new RecordTexts(40_000);
+    const table = engine.store.Property;
+    const fields = ['ListingKey', 'DaysOnMarket', 'PublicRemarks'];
+    const rows = Uint32Array.from({ length: 200 }, (_, i) => (i * 37) % table.rowCount);
+    const page = (from: number): Uint32Array => rows.subarray(from, from + 25);
+    expect(small.texts({ table, fields, nowMs: ms, rows: page(0) })).toBeNull(); // first time: the caller stringifies
+    expect(small.heldSize).toBe(0);
+    // rows written before and rows not: each text as the record stringifies
+    const mixed = Uint32Array.from([...page(0).subarray(0, 10), ...page(25)]);
+    expect(small.texts({ table, fields, nowMs: ms, rows: mixed })).toEqual(Array.from(mixed, (row) => JSON.stringify(table.record(row, fields, ms))));
+    for (let pass = 0; pass < 3; pass++) {
+      const texts = small.texts({ table, fields, nowMs: ms, rows });
+      expect(texts).toEqual(Array.from(rows, (row) => JSON.stringify(table.record(row, fields, ms))));
+      expect(small.heldSize).toBeLessThanOrEqual(40_000);
+      expect(small.heldSize).toBeGreaterThan(0);
+    }
+  });
+});
+
+/** A record as a feed would send it again: the fields the engine derives left out. */
+function withoutDerived(record: Record<string, unknown>): Record<string, unknown> {
+  const schema = engine.schemaOf('Property');
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(record)) if (schema.field(k)?.origin !== 'derived' && !k.startsWith('service_')) out[k] = v;
+  return out;
+}
