@@ -3,7 +3,7 @@
  * call takes besides its text. Checked here, so the facade stays a facade.
  */
 import { COMPACT_FRACTION } from './live/compactor.js';
-import type { ODataVersion } from './exec/page.js';
+import type { ODataVersion, RecordSource } from './exec/page.js';
 import type { NavigationRequest } from './plan/planner.js';
 import type { Plan } from './plan/plan.js';
 import type { LoadProgress, RecordsInput } from './store/load.js';
@@ -57,6 +57,12 @@ export interface QueryOptions {
   readonly onPlan?: (plan: Plan) => void;
   /** Called after the query ran with the rows it tested one by one (for metrics; counting costs a little, so only when asked). */
   readonly onExecuted?: (stats: { readonly rowsScanned: number }) => void;
+  /**
+   * Called with the page's table, field list and rows when its records are the rows' plain fields
+   * (no $ignorenulls, navigation links or expansions): the HTTP service writes such pages from
+   * the cached JSON texts of their records (src/exec/record-json.ts). The in-memory engine calls it.
+   */
+  readonly onPage?: (page: RecordSource) => void;
 }
 
 export interface ExplainOptions extends QueryOptions {

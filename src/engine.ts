@@ -312,6 +312,7 @@ export class Engine {
       token,
       base: options.base ?? '',
       version: options.odataVersion,
+      onPage: options.onPage,
     });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     if (stats !== undefined) options.onExecuted!(stats);

@@ -27,7 +27,7 @@ import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
-import { respond, type ODataVersion, type QueryResult } from './page.js';
+import { respond, type ODataVersion, type PageContext, type QueryResult } from './page.js';
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
 import { collectScan } from './scan.js';
@@ -57,6 +57,8 @@ export interface ExecContext {
   readonly base: string;
   /** The OData version the envelope is written for (default 4.01). */
   readonly version?: ODataVersion;
+  /** Called with a page of plain records' rows (page.ts `PageContext`). */
+  readonly onPage?: PageContext['onPage'];
   /** When given, counts the rows the query tested one by one (filters and visibility; bitset and index arithmetic is not counted). */
   readonly stats?: { rowsScanned: number };
 }

@@ -21,6 +21,7 @@ import {
   type QueryResult,
 } from '../engine.js';
 import { QueryError } from '../errors.js';
+import type { RecordSource } from '../exec/page.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
@@ -311,12 +312,15 @@ export function createHandler(options: HandlerOptions): Handler {
       odataVersion: version,
       onPlan: (plan) => (facts.plan = plan.access.kind),
       onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
+      onPage: (page) => (facts.page = page),
     };
   }
 
   function pageResponse(result: QueryResult, applied: number | undefined, facts: RequestFacts): ServiceResponse {
     facts.rows = result.value.length;
-    return envelopeResponse(result, applied);
+    const page = facts.page;
+    facts.page = undefined;
+    return envelopeResponse(result, applied, page);
   }
 
   /**
@@ -354,13 +358,13 @@ export function createHandler(options: HandlerOptions): Handler {
   }
 
   /** The engine's envelope, written with its records streamed (large pages are chunked). */
-  function envelopeResponse(result: QueryResult, applied: number | undefined): ServiceResponse {
+  function envelopeResponse(result: QueryResult, applied: number | undefined, page?: RecordSource): ServiceResponse {
     let head = `{"@odata.context":${JSON.stringify(result['@odata.context'])}`;
     if (result['@odata.count'] !== undefined) head += `,"@odata.count":${result['@odata.count']}`;
     head += ',"value":[';
     const next = result['@odata.nextLink'];
     const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
-    const body = recordsBody(head, result, tail);
+    const body = recordsBody(head, result.value, tail, page);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
     if (body instanceof Uint8Array) headers['Content-Length'] = String(body.byteLength);
     if (applied !== undefined) headers['Preference-Applied'] = `odata.maxpagesize=${applied}`;

@@ -13,6 +13,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RecordSource } from '../exec/page.js';
 import { RESOURCE_NAMES } from '../schema/types.js';
 import { ServiceError } from './errors.js';
 import { memoryEngineOf, type StatusSources } from './health.js';
@@ -79,6 +80,8 @@ export interface RequestFacts {
   scanned: number | null;
   /** The error code of an error response. */
   errorCode: string | null;
+  /** A page's rows, when the engine handed them over for its records' cached texts (QueryOptions `onPage`). */
+  page?: RecordSource;
 }
 
 export class Metrics {

@@ -8,7 +8,7 @@
  * bytes.
  */
 import { pipeline, Readable, Transform } from 'node:stream';
-import { pageTexts, type QueryResult } from '../exec/page.js';
+import { pageTexts, type RecordSource } from '../exec/page.js';
 import type { JsonValue } from '../store/columns.js';
 import { errorObject, headersOf, statusOf } from './errors.js';
 import type { QueryError } from '../errors.js';
@@ -56,19 +56,18 @@ export function errorResponse(error: QueryError): ServiceResponse {
 
 /**
  * A JSON body `head + records joined by commas + tail`. Up to STREAM_THRESHOLD records it is one
- * byte array, written from the records' cached texts when the engine's page allows it
- * (src/exec/record-json.ts); above, a stream that serializes
+ * byte array, written from the records' cached texts when the engine handed over the page's rows
+ * (`page`, QueryOptions `onPage`; src/exec/record-json.ts); above, a stream that serializes
  * STREAM_BATCH records per chunk as the reader pulls, so a 50,000-row page never exists as one
  * string (records already written are dropped from the array). The bytes are the same either way.
  */
-export function recordsBody(head: string, result: QueryResult, tail: string): Uint8Array | Readable {
-  if (result.value.length <= STREAM_THRESHOLD) {
-    const texts = pageTexts(result);
+export function recordsBody(head: string, records: Array<Record<string, JsonValue> | null>, tail: string, page?: RecordSource): Uint8Array | Readable {
+  if (records.length <= STREAM_THRESHOLD) {
+    const texts = page === undefined ? null : pageTexts(page);
     if (texts !== null) return Buffer.from(head + texts.join(',') + tail, 'utf8');
     // one stringify of the array (its brackets cut off) is 15% faster than one per record joined by commas, with the same text
-    return Buffer.from(head + JSON.stringify(result.value).slice(1, -1) + tail, 'utf8');
+    return Buffer.from(head + JSON.stringify(records).slice(1, -1) + tail, 'utf8');
   }
-  const records: Array<Record<string, JsonValue> | null> = result.value;
   function* chunks(): Generator<Buffer> {
     yield Buffer.from(head, 'utf8');
     for (let next = 0; next < records.length;) {

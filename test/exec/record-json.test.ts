@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine.js';
-import { pageTexts, type QueryResult } from '../../src/exec/page.js';
-import { RecordTexts } from '../../src/exec/record-json.js';
+import type { QueryResult } from '../../src/exec/page.js';
+import { RecordTexts, recordTexts, type RecordSource } from '../../src/exec/record-json.js';
 
 const DAY = 86_400_000;
 let ms = Date.parse('2025-06-01T00:00:00Z');
@@ -32,19 +32,21 @@ const SHAPED = [
 /** The records as JSON.stringify writes them: the service's bytes without the cache. */
 const stringified = (r: QueryResult): string[] => r.value.map((x) => JSON.stringify(x));
 
+/** A query's result and its records' cached texts, taken as the service takes them (QueryOptions `onPage`); null texts when the engine handed over no page or the cache has none yet. */
+function queryTexts(query: string): { result: QueryResult; texts: string[] | null } {
+  let page: RecordSource | undefined;
+  const result = engine.query('Property', query, { onPage: (p) => (page = p) });
+  return { result, texts: page === undefined ? null : recordTexts.texts(page) };
+}
+
 /** The page's texts (asked until given: a page none of whose rows was written before has none), checked against the records. */
 function expectSameTexts(query: string): string[] {
-  let lazy = engine.query('Property', query);
-  let texts = pageTexts(lazy);
-  if (texts === null) {
-    lazy = engine.query('Property', query);
-    texts = pageTexts(lazy);
-  }
+  let { result, texts } = queryTexts(query);
+  if (texts === null) ({ result, texts } = queryTexts(query));
   expect(texts, query).not.toBeNull();
-  expect(lazy.value.length).toBe(texts!.length);
+  expect(result.value.length).toBe(texts!.length);
   expect(texts).toEqual(stringified(engine.query('Property', query)));
-  // the records read after the texts are the same records
-  expect(texts).toEqual(stringified(lazy));
+  expect(texts).toEqual(stringified(result));
   return texts!;
 }
 
@@ -55,8 +57,8 @@ describe('cached record texts', () => {
       expectSameTexts(q); // from the cache
     }
     for (const q of SHAPED) {
-      const r = engine.query('Property', q);
-      expect(pageTexts(r), q).toBeNull();
+      queryTexts(q);
+      expect(queryTexts(q).texts, q).toBeNull();
     }
   });
 
