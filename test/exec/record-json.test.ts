@@ -113,6 +113,44 @@ describe('cached record texts', () => {
   });
 });
 
+describe('plainPagesAsRows', () => {
+  /** The query with the option: its result and the page handed over (if any). */
+  const asRows = (query: string, navigation?: string): { result: QueryResult; page: RecordSource | undefined } => {
+    let page: RecordSource | undefined;
+    const options = { onPage: (p: RecordSource) => (page = p), plainPagesAsRows: true };
+    const key = engine.query('Property', '$orderby=ListingKey&$top=1&$select=ListingKey').value[0].ListingKey as string;
+    const result = navigation === undefined ? engine.query('Property', query, options) : engine.navigate('Property', key, navigation, query, options);
+    return { result, page };
+  };
+
+  it('hand plain pages over as rows, without records, which are the records the engine builds otherwise', () => {
+    for (const q of PLAIN) {
+      const { result, page } = asRows(q);
+      const built = engine.query('Property', q);
+      expect(page, q).toBeDefined();
+      expect(result.value, q).toEqual([]);
+      expect({ ...result, value: [] }).toEqual({ ...built, value: [] }); // context, count and nextLink as without the option
+      expect(Array.from(page!.rows, (row) => page!.table.record(row, page!.fields, page!.nowMs))).toEqual(built.value);
+    }
+    // a navigation path's children too
+    const { result, page } = asRows('$orderby=MediaKey&$top=5', 'Media');
+    expect(result.value).toEqual([]);
+    const key = engine.query('Property', '$orderby=ListingKey&$top=1&$select=ListingKey').value[0].ListingKey as string;
+    expect(Array.from(page!.rows, (row) => page!.table.record(row, page!.fields, page!.nowMs))).toEqual(
+      engine.navigate('Property', key, 'Media', '$orderby=MediaKey&$top=5').value,
+    );
+  });
+
+  it('leave shaped pages built, and change nothing without onPage', () => {
+    for (const q of SHAPED) {
+      const { result, page } = asRows(q);
+      expect(page, q).toBeUndefined();
+      expect(result).toEqual(engine.query('Property', q));
+    }
+    for (const q of PLAIN) expect(engine.query('Property', q, { plainPagesAsRows: true })).toEqual(engine.query('Property', q));
+  });
+});
+
 /** A record as a feed would send it again: the fields the engine derives left out. */
 function withoutDerived(record: Record<string, unknown>): Record<string, unknown> {
   const schema = engine.schemaOf('Property');
