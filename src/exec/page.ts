@@ -91,9 +91,12 @@ export interface Projector {
   readonly plainRecords?: Omit<RecordSource, 'rows'> | null;
 }
 
-/** The JSON texts of a page's records from the cache of record texts (record-json.ts), or null: the writer stringifies the records. */
-export function pageTexts(page: RecordSource): string[] | null {
-  return recordTexts.texts(page);
+/**
+ * `head + the page's records' JSON texts joined by commas + tail` as UTF-8, from the cache of
+ * record texts (record-json.ts), or null: the writer stringifies the records.
+ */
+export function pageBytes(page: RecordSource, head: string, tail: string): Buffer | null {
+  return recordTexts.pageBytes(page, head, tail);
 }
 
 /**

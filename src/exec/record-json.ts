@@ -4,24 +4,25 @@
  * changes: a live change makes a new one, so a text can never be stale) and per field list (the
  * plan's `$select`), for the records `Table.record` builds: no `$ignorenulls`, navigation links
  * or expansions (page.ts hands only such pages here). DaysOnMarket depends on the clock: its
- * value is cut out of the text and written afresh per request.
+ * value is cut out of the text and written afresh per request. Texts are kept as UTF-8 bytes, so
+ * a page's body is copied together (`pageBytes`) rather than joined and encoded again: measured
+ * on a page of 25 whole listings, 24 µs against 55-83 µs.
  *
  * A text is kept the second time its row is written (a bitmap per table and field list remembers
  * the first), and a page none of whose rows was written before is left to the caller, which
  * stringifies its records as one array: measured on pages of 25 whole listings, keeping every
  * text at once made a first page 38% dearer, against 7x cheaper for a page written again.
  *
- * The texts are bounded in all (about 32 MB: characters counted, records are mostly one-byte
- * strings, plus a fixed charge per row); past the bound the oldest texts go first, whatever table
- * they belong to.
+ * The texts are bounded in all (about 32 MB: bytes counted, plus a fixed charge per row); past the
+ * bound the oldest texts go first, whatever table they belong to.
  */
 import type { Table } from '../store/table.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
 
-/** One row's text: `head + DaysOnMarket's value + tail`, or all of it in `head` (tail null). */
+/** One row's text as UTF-8: `head + DaysOnMarket's value + tail`, or all of it in `head` (tail null). */
 interface Entry {
-  readonly head: string;
-  readonly tail: string | null;
+  readonly head: Buffer;
+  readonly tail: Buffer | null;
   readonly size: number;
 }
 
@@ -49,8 +50,8 @@ interface Texts {
 /** Field lists kept per table beyond which the lists start afresh (each has a bitmap of the table's rows). */
 const MAX_FIELD_LISTS = 64;
 
-/** Characters charged per row beyond its text (map entry, entry object, queue slot). */
-const ROW_CHARGE = 96;
+/** Bytes charged per row beyond its text (map entry, entry and Buffer objects, queue slot). */
+const ROW_CHARGE = 160;
 
 export class RecordTexts {
   private readonly byTable = new WeakMap<Table, Map<string, Texts>>();
@@ -68,6 +69,61 @@ export class RecordTexts {
    * time it is written: pages seen once cost what they cost without the cache.
    */
   texts(source: RecordSource): string[] | null {
+    const entries = this.entriesOf(source);
+    if (entries === null) return null;
+    const dom = this.domOf(source);
+    return entries.map((entry, i) =>
+      entry.tail === null ? entry.head.toString('utf8') : `${entry.head.toString('utf8')}${dom!(i)}${entry.tail.toString('utf8')}`,
+    );
+  }
+
+  /**
+   * `head + the texts of the page's rows joined by commas + tail` as UTF-8 bytes, or null as
+   * `texts` is: the texts copied into one buffer, DaysOnMarket's value written in as of `nowMs`.
+   */
+  pageBytes(source: RecordSource, head: string, tail: string): Buffer | null {
+    const entries = this.entriesOf(source);
+    if (entries === null) return null;
+    const dom = this.domOf(source);
+    const days: string[] = [];
+    let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(0, entries.length - 1);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      size += entry.head.length;
+      if (entry.tail !== null) {
+        const d = dom!(i);
+        days.push(d);
+        size += d.length + entry.tail.length;
+      }
+    }
+    const out = Buffer.allocUnsafe(size);
+    let at = out.write(head, 0, 'utf8');
+    for (let i = 0, d = 0; i < entries.length; i++) {
+      if (i > 0) out[at++] = 0x2c; // ','
+      const entry = entries[i];
+      at += entry.head.copy(out, at);
+      if (entry.tail !== null) {
+        at += out.write(days[d++], at, 'latin1');
+        at += entry.tail.copy(out, at);
+      }
+    }
+    out.write(tail, at, 'utf8');
+    return out;
+  }
+
+  /** DaysOnMarket's value of the page's i-th row as JSON (`null` or digits), for texts cut at it. */
+  private domOf(source: RecordSource): ((i: number) => string) | null {
+    const texts = this.textsOf(source.table, source.fields);
+    if (texts.dom < 0) return null;
+    const column = source.table.columns[texts.dom];
+    return (i) => {
+      const days = column.kind === 'daysOnMarket' ? column.get(source.rows[i], source.nowMs) : null;
+      return days === null ? 'null' : String(days);
+    };
+  }
+
+  /** The entries of the page's rows (rows seen for the first time: a text made and not kept), or null when none was written before. */
+  private entriesOf(source: RecordSource): Entry[] | null {
     const { table, fields, nowMs, rows } = source;
     const texts = this.textsOf(table, fields);
     const { seen } = texts;
@@ -77,29 +133,25 @@ export class RecordTexts {
       for (let i = 0; i < rows.length; i++) setBit(seen, rows[i]);
       return null;
     }
-    const out = new Array<string>(rows.length);
-    const dom = texts.dom < 0 ? null : table.columns[texts.dom];
+    const out = new Array<Entry>(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let entry = texts.rows.get(row);
       if (entry === undefined) {
         if (!getBit(seen, row)) {
           setBit(seen, row);
-          out[i] = JSON.stringify(table.record(row, fields, nowMs));
-          continue;
+          entry = this.entryOf(texts, table, fields, row, nowMs);
+        } else {
+          entry = this.entryOf(texts, table, fields, row, nowMs);
+          this.keep(texts, row, entry);
         }
-        entry = this.add(texts, table, fields, row, nowMs);
       }
-      if (entry.tail === null) out[i] = entry.head;
-      else {
-        const days = dom !== null && dom.kind === 'daysOnMarket' ? dom.get(row, nowMs) : null;
-        out[i] = entry.head + (days === null ? 'null' : String(days)) + entry.tail;
-      }
+      out[i] = entry;
     }
     return out;
   }
 
-  /** Characters held (texts and per-row charges). */
+  /** Bytes held (texts and per-row charges). */
   get heldSize(): number {
     return this.size;
   }
@@ -120,27 +172,30 @@ export class RecordTexts {
     return texts;
   }
 
-  private add(texts: Texts, table: Table, fields: readonly string[] | undefined, row: number, nowMs: number): Entry {
+  /** A row's entry (its text cut at DaysOnMarket's value when the field list has it). */
+  private entryOf(texts: Texts, table: Table, fields: readonly string[] | undefined, row: number, nowMs: number): Entry {
     const record = table.record(row, fields, nowMs);
-    let entry: Entry;
     if (texts.dom < 0) {
-      const head = JSON.stringify(record);
-      entry = { head, tail: null, size: head.length + ROW_CHARGE };
-    } else {
-      // A zero in its place marks where the value goes. The key cannot occur elsewhere in the
-      // text: inside a string value its quotes would be escaped, and nested values (points) do
-      // not have it.
-      const name = table.schema.fields[texts.dom].name;
-      record[name] = 0;
-      const text = JSON.stringify(record);
-      const at = text.indexOf(texts.domKey) + texts.domKey.length;
-      entry = { head: text.slice(0, at), tail: text.slice(at + 1), size: text.length + ROW_CHARGE };
+      const head = Buffer.from(JSON.stringify(record), 'utf8');
+      return { head, tail: null, size: head.length + ROW_CHARGE };
     }
+    // A zero in its place marks where the value goes. The key cannot occur elsewhere in the
+    // text: inside a string value its quotes would be escaped, and nested values (points) do
+    // not have it.
+    const name = table.schema.fields[texts.dom].name;
+    record[name] = 0;
+    const text = JSON.stringify(record);
+    const at = text.indexOf(texts.domKey) + texts.domKey.length;
+    const head = Buffer.from(text.slice(0, at), 'utf8');
+    const tail = Buffer.from(text.slice(at + 1), 'utf8');
+    return { head, tail, size: head.length + tail.length + ROW_CHARGE };
+  }
+
+  private keep(texts: Texts, row: number, entry: Entry): void {
     texts.rows.set(row, entry);
     this.queue.push({ rows: texts.rows, row, entry });
     this.size += entry.size;
     if (this.size > this.budget) this.evict();
-    return entry;
   }
 
   /** Drops the oldest texts until a quarter of the budget is free. */

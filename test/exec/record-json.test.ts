@@ -93,6 +93,23 @@ describe('cached record texts', () => {
     expect(fresh.slice(1)).toEqual(texts.slice(1));
   });
 
+  it('write a page as the UTF-8 bytes of its texts joined, non-ASCII text and DaysOnMarket included', async () => {
+    const q = '$select=ListingKey,PublicRemarks,DaysOnMarket,ListPrice&$orderby=ListingKey&$top=12';
+    const first = JSON.parse(expectSameTexts('$orderby=ListingKey&$top=1')[0]) as Record<string, unknown>;
+    await engine.upsert('Property', [{ ...withoutDerived(first), PublicRemarks: 'Café — 🏡 "quoted", ünïcödé\u2028 and \\ backslash' }]);
+    const head = '{"@odata.context":"$metadata#Property(ListingKey,PublicRemarks,DaysOnMarket,ListPrice)","value":[';
+    for (let round = 0; round < 3; round++) {
+      let page: RecordSource | undefined;
+      const built = engine.query('Property', q);
+      engine.query('Property', q, { onPage: (p) => (page = p), plainPagesAsRows: true });
+      const bytes = recordTexts.pageBytes(page!, head, ']}');
+      if (round === 0 && bytes === null) continue; // a first sight of these rows: the caller stringifies
+      expect(bytes).not.toBeNull();
+      expect(bytes!.toString('utf8')).toBe(`${head}${stringified(built).join(',')}]}`);
+      ms += DAY;
+    }
+  });
+
   it('stay within their bound, the oldest dropped first, and stay exact', () => {
     const small = new RecordTexts(40_000);
     const table = engine.store.Property;
