@@ -129,8 +129,19 @@ function contextUrlOf(plan: Plan, version: ODataVersion): string {
   return (urls[version] ??= `$metadata#${contextFragment(contextOf(plan), plan.query, version)}`);
 }
 
+/** The last nextLink written per plan and its token: a repeated page (same plan, same generation) prints its options once. */
+const nextPages = new WeakMap<Plan, { readonly token: string; readonly link: string }>();
+
 /** The next page's relative URL: the same options with the next $skip, the rest of $top and the token. */
 export function nextPageOf(plan: Plan, token: string): string {
+  const last = nextPages.get(plan);
+  if (last !== undefined && last.token === token) return last.link;
+  const link = printNextPage(plan, token);
+  nextPages.set(plan, { token, link });
+  return link;
+}
+
+function printNextPage(plan: Plan, token: string): string {
   const { skip, rows, top } = plan.page;
   const next: ParsedQuery = { ...plan.query, skip: skip + rows, skiptoken: token, ...(top !== undefined ? { top: top - rows } : {}) };
   return `${pathOf(plan)}?${printQueryOptions(next)
