@@ -53,8 +53,31 @@ const MAX_FIELD_LISTS = 64;
 /** Bytes charged per row beyond its text (map entry, entry and Buffer objects, queue slot). */
 const ROW_CHARGE = 160;
 
+/** A page's bytes as `pageBytes` last wrote them, and what they were written from. */
+interface PageEntry {
+  readonly texts: Texts;
+  readonly rows: Uint32Array;
+  readonly days: readonly string[];
+  readonly bytes: Buffer;
+}
+
+/** Pages whose bytes are kept for writing them again, by count and by bytes in all. */
+const PAGES_KEPT = 256;
+const PAGE_BYTES_KEPT = 8 * 1024 * 1024;
+
+const NO_DAYS: readonly string[] = [];
+
+function sameItems<T>(a: ArrayLike<T>, b: ArrayLike<T>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export class RecordTexts {
   private readonly byTable = new WeakMap<Table, Map<string, Texts>>();
+  /** The last bytes written per head and tail (insertion order: the oldest first). */
+  private readonly pages = new Map<string, PageEntry>();
+  private pageSize = 0;
   /** Entries in the order they were made (FIFO eviction), from `head` on. */
   private queue: Array<{ rows: Map<number, Entry>; row: number; entry: Entry }> = [];
   private queueHead = 0;
@@ -71,7 +94,7 @@ export class RecordTexts {
   texts(source: RecordSource): string[] | null {
     const entries = this.entriesOf(source);
     if (entries === null) return null;
-    const dom = this.domOf(source);
+    const dom = this.domOf(this.textsOf(source.table, source.fields), source);
     return entries.map((entry, i) =>
       entry.tail === null ? entry.head.toString('utf8') : `${entry.head.toString('utf8')}${dom!(i)}${entry.tail.toString('utf8')}`,
     );
@@ -80,40 +103,60 @@ export class RecordTexts {
   /**
    * `head + the texts of the page's rows joined by commas + tail` as UTF-8 bytes, or null as
    * `texts` is: the texts copied into one buffer, DaysOnMarket's value written in as of `nowMs`.
+   * A page written again as it was last written (the same table segment, field list, rows,
+   * DaysOnMarket values, head and tail) gets the very same buffer back: a caller may keep what it
+   * derived from it (the HTTP service its entity tag).
    */
   pageBytes(source: RecordSource, head: string, tail: string): Buffer | null {
+    const texts = this.textsOf(source.table, source.fields);
+    const { rows } = source;
+    const dom = this.domOf(texts, source);
+    const days = dom === null ? NO_DAYS : Array.from({ length: rows.length }, (_, i) => dom(i));
+    const key = `${head}\u0000${tail}`;
+    const last = this.pages.get(key);
+    if (last !== undefined && last.texts === texts && sameItems(last.rows, rows) && sameItems(last.days, days)) return last.bytes;
     const entries = this.entriesOf(source);
     if (entries === null) return null;
-    const dom = this.domOf(source);
-    const days: string[] = [];
     let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(0, entries.length - 1);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
       size += entry.head.length;
-      if (entry.tail !== null) {
-        const d = dom!(i);
-        days.push(d);
-        size += d.length + entry.tail.length;
-      }
+      if (entry.tail !== null) size += days[i].length + entry.tail.length;
     }
     const out = Buffer.allocUnsafe(size);
     let at = out.write(head, 0, 'utf8');
-    for (let i = 0, d = 0; i < entries.length; i++) {
+    for (let i = 0; i < entries.length; i++) {
       if (i > 0) out[at++] = 0x2c; // ','
       const entry = entries[i];
       at += entry.head.copy(out, at);
       if (entry.tail !== null) {
-        at += out.write(days[d++], at, 'latin1');
+        at += out.write(days[i], at, 'latin1');
         at += entry.tail.copy(out, at);
       }
     }
     out.write(tail, at, 'utf8');
+    this.rememberPage(key, { texts, rows, days, bytes: out });
     return out;
   }
 
+  /** Keeps a page's bytes for `pageBytes`, the oldest pages dropped past PAGES_KEPT or PAGE_BYTES_KEPT. */
+  private rememberPage(key: string, page: PageEntry): void {
+    const old = this.pages.get(key);
+    if (old !== undefined) {
+      this.pages.delete(key);
+      this.pageSize -= old.bytes.length;
+    }
+    this.pages.set(key, page);
+    this.pageSize += page.bytes.length;
+    for (const [k, p] of this.pages) {
+      if (this.pages.size <= PAGES_KEPT && this.pageSize <= PAGE_BYTES_KEPT) break;
+      this.pages.delete(k);
+      this.pageSize -= p.bytes.length;
+    }
+  }
+
   /** DaysOnMarket's value of the page's i-th row as JSON (`null` or digits), for texts cut at it. */
-  private domOf(source: RecordSource): ((i: number) => string) | null {
-    const texts = this.textsOf(source.table, source.fields);
+  private domOf(texts: Texts, source: RecordSource): ((i: number) => string) | null {
     if (texts.dom < 0) return null;
     const column = source.table.columns[texts.dom];
     return (i) => {

@@ -88,6 +88,19 @@ function compressor(coding: Coding, size: number): zlib.Gzip | zlib.Deflate | zl
   return zlib.createBrotliCompress(brotliOptions(size));
 }
 
+/**
+ * Compressed bytes made per body and coding: a page written again as it was is the same buffer
+ * (src/exec/record-json.ts `pageBytes`), and is not compressed again. Bodies are never changed once
+ * made; what is kept here goes with its body.
+ */
+const compressedByBody = new WeakMap<Uint8Array, Partial<Record<Coding, Buffer>>>();
+
+async function compressed(coding: Coding, body: Uint8Array): Promise<Buffer> {
+  let made = compressedByBody.get(body);
+  if (made === undefined) compressedByBody.set(body, (made = {}));
+  return (made[coding] ??= await compress(coding, body));
+}
+
 function compress(coding: Coding, body: Uint8Array): Buffer | Promise<Buffer> {
   if (body.byteLength <= INLINE_COMPRESS_LIMIT) {
     if (coding === 'gzip') return zlib.gzipSync(body, GZIP_OPTIONS);
@@ -117,11 +130,11 @@ export async function encodeResponse(response: ServiceResponse, acceptEncoding: 
   if (coding === null) return head ? dropBody({ status, headers, body }) : { status, headers, body };
   if (body instanceof Uint8Array) {
     if (body.byteLength < COMPRESS_THRESHOLD) return head ? { status, headers, body: null } : { status, headers, body };
-    const compressed = await compress(coding, body);
+    const bytes = await compressed(coding, body);
     return {
       status,
-      headers: { ...headers, 'Content-Encoding': coding, 'Content-Length': String(compressed.byteLength) },
-      body: head ? null : compressed,
+      headers: { ...headers, 'Content-Encoding': coding, 'Content-Length': String(bytes.byteLength) },
+      body: head ? null : bytes,
     };
   }
   headers['Content-Encoding'] = coding;

@@ -110,6 +110,31 @@ describe('cached record texts', () => {
     }
   });
 
+  it('give a page written again as it was the same bytes, and new ones when its rows, head or DaysOnMarket change', () => {
+    const q = '$select=ListingKey,DaysOnMarket&$orderby=ListingKey&$top=15';
+    const head = '{"value":[';
+    const bytesOf = (query: string, h = head): { bytes: Buffer | null; built: string } => {
+      let page: RecordSource | undefined;
+      engine.query('Property', query, { onPage: (p) => (page = p), plainPagesAsRows: true });
+      return { bytes: recordTexts.pageBytes(page!, h, ']}'), built: `${h}${stringified(engine.query('Property', query)).join(',')}]}` };
+    };
+    bytesOf(q);
+    const first = bytesOf(q);
+    expect(first.bytes!.toString()).toBe(first.built);
+    expect(bytesOf(q).bytes).toBe(first.bytes); // the very same buffer
+    const otherHead = bytesOf(q, '{"@odata.count":1,"value":[');
+    expect(otherHead.bytes).not.toBe(first.bytes);
+    expect(otherHead.bytes!.toString()).toBe(otherHead.built);
+    bytesOf('$select=ListingKey,DaysOnMarket&$orderby=ListingKey&$skip=1&$top=15');
+    const shifted = bytesOf('$select=ListingKey,DaysOnMarket&$orderby=ListingKey&$skip=1&$top=15');
+    expect(shifted.bytes!.toString()).toBe(shifted.built);
+    ms += DAY;
+    const later = bytesOf(q);
+    expect(later.bytes).not.toBe(first.bytes);
+    expect(later.bytes!.toString()).toBe(later.built);
+    expect(later.built).not.toBe(first.built);
+  });
+
   it('stay within their bound, the oldest dropped first, and stay exact', () => {
     const small = new RecordTexts(40_000);
     const table = engine.store.Property;
