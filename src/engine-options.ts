@@ -63,6 +63,13 @@ export interface QueryOptions {
    * the cached JSON texts of their records (src/exec/record-json.ts). The in-memory engine calls it.
    */
   readonly onPage?: (page: RecordSource) => void;
+  /**
+   * With `onPage`: the caller writes a page of plain records from its rows (the HTTP service
+   * writes their cached JSON texts), so the engine does not build them: such a page's `value` is
+   * empty and its rows come only through `onPage`. Pages that are not plain ($ignorenulls,
+   * navigation links, expansions, $apply) and every page without this option are built as always.
+   */
+  readonly plainPagesAsRows?: boolean;
 }
 
 export interface ExplainOptions extends QueryOptions {

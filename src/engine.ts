@@ -313,6 +313,7 @@ export class Engine {
       base: options.base ?? '',
       version: options.odataVersion,
       onPage: options.onPage,
+      plainPagesAsRows: options.plainPagesAsRows,
     });
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     if (stats !== undefined) options.onExecuted!(stats);

@@ -59,6 +59,8 @@ export interface ExecContext {
   readonly version?: ODataVersion;
   /** Called with a page of plain records' rows (page.ts `PageContext`). */
   readonly onPage?: PageContext['onPage'];
+  /** With onPage: plain pages go out as rows only, their records not built (page.ts `PageContext`). */
+  readonly plainPagesAsRows?: boolean;
   /** When given, counts the rows the query tested one by one (filters and visibility; bitset and index arithmetic is not counted). */
   readonly stats?: { rowsScanned: number };
 }
@@ -300,6 +302,10 @@ function executeChildren(
     { count: () => children.all().length },
     {
       record: (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
+      // the children's records are the rows' fields unless shaped (project, without expansions here)
+      get plainRecords() {
+        return plan.ignoreNulls || plan.links.length > 0 || plan.expand ? null : { table, fields: plan.select ?? undefined, nowMs };
+      },
     },
   );
 }

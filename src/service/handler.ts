@@ -313,13 +313,15 @@ export function createHandler(options: HandlerOptions): Handler {
       onPlan: (plan) => (facts.plan = plan.access.kind),
       onExecuted: (stats) => (facts.scanned = stats.rowsScanned),
       onPage: (page) => (facts.page = page),
+      plainPagesAsRows: true,
     };
   }
 
   function pageResponse(result: QueryResult, applied: number | undefined, facts: RequestFacts): ServiceResponse {
-    facts.rows = result.value.length;
+    // a page handed over as rows has no records built (an engine that does not hand pages over, the PostgreSQL backend's, builds them)
     const page = facts.page;
     facts.page = undefined;
+    facts.rows = page === undefined ? result.value.length : page.rows.length;
     return envelopeResponse(result, applied, page);
   }
 
@@ -364,7 +366,7 @@ export function createHandler(options: HandlerOptions): Handler {
     head += ',"value":[';
     const next = result['@odata.nextLink'];
     const tail = next === undefined ? ']}' : `],"@odata.nextLink":${JSON.stringify(next)}}`;
-    const body = recordsBody(head, result.value, tail, page);
+    const body = recordsBody(head, page ?? result.value, tail);
     const headers: Record<string, string> = { 'OData-Version': ODATA_VERSION, 'Content-Type': ODATA_JSON_TYPE };
     if (body instanceof Uint8Array) headers['Content-Length'] = String(body.byteLength);
     if (applied !== undefined) headers['Preference-Applied'] = `odata.maxpagesize=${applied}`;

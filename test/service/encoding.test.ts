@@ -10,7 +10,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serve, type Server } from '../../src/adapters/http.js';
 import { Engine } from '../../src/engine.js';
-import { chooseCoding, COMPRESS_THRESHOLD, encodeResponse } from '../../src/service/encoding.js';
+import { chooseCoding, COMPRESS_THRESHOLD, encodeResponse, INLINE_COMPRESS_LIMIT } from '../../src/service/encoding.js';
 import { jsonResponse } from '../../src/service/respond.js';
 import { createHandler, type Handler } from '../../src/service/handler.js';
 import { BASE, login, makeHandler, NOW, q, quickAccounts } from './helpers.js';
@@ -59,6 +59,25 @@ describe('chooseCoding', () => {
     // an unreadable weight leaves the default of 1 (the coding was named)
     expect(chooseCoding('gzip;q=high')).toBe('gzip');
     expect(chooseCoding('gzip;q=2')).toBe('gzip');
+  });
+});
+
+describe('encodeResponse', () => {
+  it('compresses bodies at and around the inline limit (in place below it, on the thread pool above) to bytes that decode to the body', async () => {
+    for (const size of [COMPRESS_THRESHOLD, INLINE_COMPRESS_LIMIT - 1, INLINE_COMPRESS_LIMIT, INLINE_COMPRESS_LIMIT + 1, 4 * INLINE_COMPRESS_LIMIT]) {
+      // seeded, half repetitive text: compressible, and not trivially
+      let seed = size;
+      const text = Array.from({ length: size }, (_, i) => (i % 3 === 0 ? 'abcdefgh'[(seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % 8] : 'x')).join('');
+      const body = Buffer.from(text);
+      for (const coding of ['gzip', 'br', 'deflate'] as const) {
+        const out = await encodeResponse({ status: 200, headers: { 'Content-Length': String(size) }, body }, coding, 'GET');
+        expect(out.headers['Content-Encoding'], `${coding} ${size}`).toBe(coding);
+        const sent = out.body as Buffer;
+        expect(out.headers['Content-Length']).toBe(String(sent.byteLength));
+        expect(sent.byteLength).toBeLessThan(size);
+        expect(decode(coding, sent).equals(body), `${coding} ${size}`).toBe(true);
+      }
+    }
   });
 });
 

@@ -74,4 +74,29 @@ describe('pages written from cached record texts', () => {
       777_777,
     ]);
   });
+
+  it('write navigation pages (rows handed over, records not built) as the engine builds them, small and streamed', async () => {
+    const key = engine.query('Property', '$select=ListingKey&$orderby=ListingKey&$top=1', { sources: DEMO_SOURCES }).value[0].ListingKey as string;
+    for (const query of [{ $top: '5' }, { $select: 'MediaKey,MediaURL', $orderby: 'MediaKey desc' }] as Array<Record<string, string>>) {
+      const text = new URLSearchParams(query).toString();
+      const want = JSON.stringify(
+        engine.navigate('Property', key, 'Media', decodeURIComponent(text.replace(/\+/g, ' ')), { sources: DEMO_SOURCES, base: `${BASE}/v1/listings/data/` }),
+      );
+      for (let round = 0; round < 3; round++) {
+        const res = await call(handler, `/v1/listings/data/Property('${key}')/Media?${text}`, { token });
+        expect(res.status).toBe(200);
+        expect(res.text).toBe(want);
+      }
+    }
+    // a streamed Media page of rows (more than 512 records), cold then warm
+    for (let round = 0; round < 2; round++) {
+      const res = await call(handler, '/v1/listings/data/Media?$orderby=MediaKey&$top=700&$select=MediaKey,Order', { token });
+      expect(res.status).toBe(200);
+      expect(res.text).toBe(
+        JSON.stringify(
+          engine.query('Media', '$orderby=MediaKey&$top=700&$select=MediaKey,Order', { sources: DEMO_SOURCES, base: `${BASE}/v1/listings/data/` }),
+        ),
+      );
+    }
+  });
 });
