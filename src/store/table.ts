@@ -1,7 +1,7 @@
 /**
  * One resource's rows as an immutable column segment: dense row ids 0..rowCount-1 in load order,
- * typed column access by field name, the key index, and records rebuilt on demand in the schema's
- * stable field order. Upserts and removals make a new Table over longer views of the same arrays
+ * typed column access by field name, the key index, and records built on demand in the schema's
+ * stable field order (those of rows read again kept and copied: record-cache.ts). Upserts and removals make a new Table over longer views of the same arrays
  * (src/store/append/table-appender.ts) with a dead-row bitmap beside it (DESIGN.md, "Change"); a
  * Table itself never changes.
  */
