@@ -1,7 +1,7 @@
 /**
  * One resource's rows as an immutable column segment: dense row ids 0..rowCount-1 in load order,
- * typed column access by field name, the key index, and records rebuilt on demand in the schema's
- * stable field order. Upserts and removals make a new Table over longer views of the same arrays
+ * typed column access by field name, the key index, and records built on demand in the schema's
+ * stable field order (those of rows read again kept and copied: record-cache.ts). Upserts and removals make a new Table over longer views of the same arrays
  * (src/store/append/table-appender.ts) with a dead-row bitmap beside it (DESIGN.md, "Change"); a
  * Table itself never changes.
  */
@@ -10,13 +10,14 @@ import type { ResourceName } from '../schema/types.js';
 import type { ByteIndex } from './byte-index.js';
 import { hashBytes } from './bytes.js';
 import { Utf8TextColumn, type Column, type ColumnKind, type JsonValue } from './columns.js';
+import { recordCache, RecordShape } from './record-cache.js';
 
 export type ColumnOfKind<K extends ColumnKind> = Extract<Column, { kind: K }>;
 
 export class Table {
   private readonly byName: ReadonlyMap<string, Column>;
-  /** Record builders per field list ('' for every field), compiled on first use. */
-  private readonly builders = new Map<string, RecordBuilder>();
+  /** Record builders and kept records per field list ('' for every field), made on first use (record-cache.ts). */
+  private readonly shapes = new Map<string, RecordShape>();
   readonly keyColumn: Utf8TextColumn;
 
   constructor(
@@ -60,18 +61,27 @@ export class Table {
    * `[]`, never null).
    */
   record(row: number, fields?: readonly string[], nowMs?: number): Record<string, JsonValue> {
+    return this.shapeOf(fields).record(this.columns, row, nowMs ?? this.clock(), recordCache);
+  }
+
+  /** The record of a row built afresh, as `record` gives it, without reading or keeping a kept record (tests compare the two). */
+  builtRecord(row: number, fields?: readonly string[], nowMs?: number): Record<string, JsonValue> {
+    return this.shapeOf(fields).built(this.columns, row, nowMs ?? this.clock());
+  }
+
+  private shapeOf(fields: readonly string[] | undefined): RecordShape {
     const key = fields === undefined ? '' : fields.join('\u0000');
-    let build = this.builders.get(key);
-    if (build === undefined) {
-      build = compileRecord(
+    let shape = this.shapes.get(key);
+    if (shape === undefined) {
+      shape = new RecordShape(
         this.schema.fields.map((f) => f.name),
         this.columns,
         fields,
       );
-      if (this.builders.size >= MAX_BUILDERS) this.builders.clear();
-      this.builders.set(key, build);
+      if (this.shapes.size >= MAX_SHAPES) this.shapes.clear();
+      this.shapes.set(key, shape);
     }
-    return build(this.columns, row, nowMs ?? this.clock());
+    return shape;
   }
 
   /** The same segment with one column replaced (the loader resolving a child's parent link). */
@@ -120,31 +130,5 @@ export class Table {
   }
 }
 
-type RecordBuilder = (columns: readonly Column[], row: number, nowMs: number) => Record<string, JsonValue>;
-
-/** Field lists beyond this many distinct `$select`s start the cache afresh. */
-const MAX_BUILDERS = 256;
-
-/**
- * A record builder for a field list, compiled to one object literal: every property is created
- * with the object, in order, and every column read is its own call site, so each stays
- * monomorphic. Measured on 69 Property fields: 6.5 µs per record against 15 µs for a loop over the
- * columns (the loop's one `c.json(row)` site sees every column class). Names are embedded as JSON
- * string literals; `__proto__` goes in computed form so that it is an own property, not the
- * prototype.
- */
-function compileRecord(names: readonly string[], columns: readonly Column[], fields: readonly string[] | undefined): RecordBuilder {
-  const wanted = fields === undefined ? null : new Set(fields);
-  const parts: string[] = [];
-  const prop = (name: string): string => (name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name));
-  names.forEach((name, i) => {
-    if (wanted !== null && !wanted.has(name)) return;
-    // a collection is never null in a record (CSDL: it exists and may be empty): an absent one is []
-    const kind = columns[i].kind;
-    parts.push(`${prop(name)}: c[${i}].${kind === 'daysOnMarket' ? 'get(row, now)' : kind === 'collection' ? 'get(row) ?? []' : 'json(row)'}`);
-  });
-  const known = new Set(names);
-  for (const f of new Set(fields ?? [])) if (!known.has(f)) parts.push(`${prop(f)}: null`);
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- field names enter only as JSON string literals (DESIGN.md, 'Records')
-  return new Function('c', 'row', 'now', `return {\n${parts.join(',\n')}\n};`) as RecordBuilder;
-}
+/** Field lists beyond this many distinct `$select`s start afresh. */
+const MAX_SHAPES = 256;

@@ -1,0 +1,177 @@
+/**
+ * Whole records of a table segment (`Table.record`): one compiled builder per field list, and the
+ * records of rows read again kept, so that a page asked for again is copied rather than rebuilt.
+ *
+ * A record is built by one object literal compiled per field list (each column read its own
+ * monomorphic call site). Building a 69-field listing costs 2-5 µs, most of it decoding its text
+ * (remarks ~800 bytes of UTF-8), writing seven timestamps and three dates, and the collections'
+ * arrays; a copy of a kept record costs about a fifth of that.
+ *
+ * Kept records are handed out as copies (callers own what they get and may change it: `project`
+ * deletes nulls and adds links and expansions): the copy is an object spread of the kept record
+ * (V8 clones its shape whole) with every array and object value made afresh (collections, points)
+ * and DaysOnMarket computed at the caller's `now`. Strings, numbers, booleans and null are shared,
+ * being immutable. A Table never changes (a live change makes a new one), so a kept record can never
+ * be stale; the records hang off the table's field-list entry and go with it.
+ *
+ * A record is kept the second time its row is read through a field list (a small direct-mapped
+ * table of the rows last read remembers the first): rows read once, as when paging through a table,
+ * cost a slot store more than without the cache. Kept records are bounded in all (about 32 MB,
+ * estimated from their strings and fields); past the bound the oldest go first, whatever table they
+ * belong to.
+ */
+import type { Column, JsonValue } from './columns.js';
+
+export type JsonRecord = Record<string, JsonValue>;
+
+type Build = (columns: readonly Column[], row: number, nowMs: number) => JsonRecord;
+type Copy = (columns: readonly Column[], record: JsonRecord, row: number, nowMs: number) => JsonRecord;
+type Size = (record: JsonRecord) => number;
+
+/** Slots of the table of rows read once (per field list and table; a power of two). */
+const SEEN_SLOTS = 1 << 13;
+
+/** Bytes charged per record beyond its strings (object, map entry, queue slot), and per field. */
+const RECORD_CHARGE = 160;
+const FIELD_CHARGE = 8;
+/** Bytes charged per string beyond its characters (the string's header). */
+const STRING_CHARGE = 16;
+
+/** A field list's record builder, copier and kept records, in one table segment. */
+export class RecordShape {
+  private readonly build: Build;
+  private readonly copy: Copy;
+  private readonly size: Size;
+  /** Kept records by row. */
+  readonly kept = new Map<number, JsonRecord>();
+  /** The row last read at each slot (`row & (SEEN_SLOTS - 1)`), -1 for none; made on the first read. */
+  private seen: Int32Array | null = null;
+  /** False when no field is dear to build (numbers, dictionary strings, booleans): such records are never kept. */
+  private readonly worthKeeping: boolean;
+
+  constructor(names: readonly string[], columns: readonly Column[], fields: readonly string[] | undefined) {
+    const wanted = fields === undefined ? null : new Set(fields);
+    const build: string[] = [];
+    const copy: string[] = [];
+    const size: string[] = [];
+    let dear = false;
+    const prop = (name: string): string => (name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name));
+    names.forEach((name, i) => {
+      if (wanted !== null && !wanted.has(name)) return;
+      const kind = columns[i].kind;
+      const at = `o[${JSON.stringify(name)}]`;
+      // a collection is never null in a record (CSDL: it exists and may be empty): an absent one is []
+      build.push(`${prop(name)}: c[${i}].${kind === 'daysOnMarket' ? 'get(row, now)' : kind === 'collection' ? 'get(row) ?? []' : 'json(row)'}`);
+      switch (kind) {
+        case 'daysOnMarket':
+          copy.push(`${at} = c[${i}].get(row, now);`);
+          break;
+        case 'collection':
+          dear = true;
+          copy.push(`${at} = ${at}.slice();`);
+          size.push(`${at}.length * ${FIELD_CHARGE}`);
+          break;
+        case 'point':
+          dear = true;
+          copy.push(`if (${at} !== null) ${at} = { type: 'Point', coordinates: [${at}.coordinates[0], ${at}.coordinates[1]] };`);
+          size.push(`(${at} === null ? 0 : 64)`);
+          break;
+        case 'text':
+        case 'timestamp':
+        case 'date':
+          dear = true;
+          size.push(`(${at} === null ? 0 : ${at}.length + ${STRING_CHARGE})`);
+          break;
+      }
+    });
+    const known = new Set(names);
+    let count = build.length;
+    for (const f of new Set(fields ?? [])) {
+      if (known.has(f)) continue;
+      build.push(`${prop(f)}: null`);
+      count++;
+    }
+    size.push(String(RECORD_CHARGE + count * FIELD_CHARGE));
+    this.worthKeeping = dear;
+    /* eslint-disable @typescript-eslint/no-implied-eval -- field names enter only as JSON string literals (DESIGN.md, 'Records') */
+    this.build = new Function('c', 'row', 'now', `return {\n${build.join(',\n')}\n};`) as Build;
+    this.copy = new Function('c', 'r', 'row', 'now', `const o = { ...r };\n${copy.join('\n')}\nreturn o;`) as Copy;
+    this.size = new Function('o', `return ${size.join(' + ')};`) as Size;
+    /* eslint-enable @typescript-eslint/no-implied-eval */
+  }
+
+  /** The record of a row, the caller's own (kept records are copied). */
+  record(columns: readonly Column[], row: number, nowMs: number, cache: RecordCache): JsonRecord {
+    const kept = this.kept.get(row);
+    if (kept !== undefined) return this.copy(columns, kept, row, nowMs);
+    if (!this.worthKeeping || cache.budget <= 0) return this.build(columns, row, nowMs);
+    const seen = (this.seen ??= new Int32Array(SEEN_SLOTS).fill(-1));
+    const slot = row & (SEEN_SLOTS - 1);
+    if (seen[slot] !== row) {
+      seen[slot] = row;
+      return this.build(columns, row, nowMs);
+    }
+    const record = this.build(columns, row, nowMs);
+    cache.keep(this.kept, row, record, this.size(record));
+    return this.copy(columns, record, row, nowMs);
+  }
+
+  /** The record built afresh, nothing kept or read from what is kept (tests compare the two). */
+  built(columns: readonly Column[], row: number, nowMs: number): JsonRecord {
+    return this.build(columns, row, nowMs);
+  }
+}
+
+/** The bound on kept records, across tables and field lists, and their order of keeping. */
+export class RecordCache {
+  /** Kept records in the order they were kept (FIFO eviction), from `head` on. */
+  private queue: Array<{ kept: Map<number, JsonRecord>; row: number; record: JsonRecord; size: number }> = [];
+  private head = 0;
+  private size = 0;
+
+  /** Estimated bytes of kept records beyond which the oldest go; 0 keeps none. */
+  constructor(private bound: number) {}
+
+  get budget(): number {
+    return this.bound;
+  }
+
+  /** A new bound (a lower one drops the oldest records at once). */
+  set budget(bytes: number) {
+    this.bound = bytes;
+    if (this.size > bytes) this.evict();
+  }
+
+  /** Bytes held by kept records (estimated). */
+  get heldSize(): number {
+    return this.size;
+  }
+
+  keep(kept: Map<number, JsonRecord>, row: number, record: JsonRecord, size: number): void {
+    kept.set(row, record);
+    this.queue.push({ kept, row, record, size });
+    this.size += size;
+    if (this.size > this.bound) this.evict();
+  }
+
+  /** Drops the oldest records until a quarter of the budget is free. */
+  private evict(): void {
+    const target = this.bound * 0.75;
+    const q = this.queue;
+    while (this.size > target && this.head < q.length) {
+      const { kept, row, record, size } = q[this.head];
+      q[this.head++] = undefined!;
+      // records of a field list dropped with its table (or a cleared list of builders) are
+      // counted until their turn comes; only the slot of the record held is taken out of its map
+      if (kept.get(row) === record) kept.delete(row);
+      this.size -= size;
+    }
+    if (this.head > q.length / 2) {
+      this.queue = q.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
+/** The process's kept records (about 32 MB). */
+export const recordCache = new RecordCache(32 * 1024 * 1024);
