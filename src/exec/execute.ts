@@ -13,7 +13,7 @@
  */
 import type { TableAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
-import type { Bound } from '../plan/bound.js';
+import { operandsOf, type Bound } from '../plan/bound.js';
 import type { Plan } from '../plan/plan.js';
 import { andOf, conjuncts } from '../plan/planner.js';
 import { prepareSearch } from '../search/bm25.js';
@@ -72,6 +72,8 @@ interface Compiled {
   /** search.text calls by ordinal, prepared against this generation's views. */
   readonly calls: ReadonlyMap<number, PreparedCall>;
   readonly expansions: Expansions | null;
+  /** The plan's filter and residual compiled once, when they read nothing of one run (see `runIndependent`). */
+  readonly filters: Map<Bound, Evaluator>;
 }
 
 const compiledPlans = new WeakMap<Generation, WeakMap<Plan, Compiled>>();
@@ -84,10 +86,29 @@ function compiledOf(plan: Plan, gen: Generation): Compiled {
     const table = gen.store.table(plan.resource);
     const calls = new Map<number, PreparedCall>();
     for (const node of plan.searches) calls.set(node.ordinal, { node, prepared: prepareSearch(gen.access.search[node.field], node.text, node.minMatches) });
-    c = { table, access: gen.access.of(table), calls, expansions: plan.expand ? new Expansions(gen.store, plan.expand) : null };
+    c = { table, access: gen.access.of(table), calls, expansions: plan.expand ? new Expansions(gen.store, plan.expand) : null, filters: new Map() };
     plans.set(plan, c);
   }
   return c;
+}
+
+/**
+ * Whether a filter's closures read nothing that changes from one run to the next: no clock (now(),
+ * DaysOnMarket), no search.text membership and no geo test, which a run computes for itself.
+ */
+function runIndependent(expr: Bound, table: Table): boolean {
+  const stack: Bound[] = [expr];
+  while (stack.length) {
+    const e = stack.pop()!;
+    if (e.kind === 'search' || e.kind === 'geo' || (e.kind === 'call' && e.fn === 'now')) return false;
+    if (e.kind === 'field' && table.column(e.field.name)?.kind === 'daysOnMarket') return false;
+    stack.push(...operandsOf(e));
+  }
+  return true;
+}
+
+function unreachableTest(): never {
+  throw new Error('a run-independent filter asked for a search or geo test');
 }
 
 export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryResult {
@@ -172,8 +193,21 @@ class QueryRun {
     return (this.searchResults ??= new SearchResults(this.gen, this.compiled.table.rowCount, this.compiled.calls));
   }
 
-  compileFilter(expr: Bound | null): Evaluator | null {
+  /**
+   * The closures of a filter. The plan's own filter and residual (`kept`) are compiled once per
+   * generation when nothing in them depends on the run; else (the clock, search results, geo
+   * tests) they are compiled for this run.
+   */
+  compileFilter(expr: Bound | null, kept = false): Evaluator | null {
     if (expr === null) return null;
+    const { filters, table } = this.compiled;
+    let ev = kept ? filters.get(expr) : undefined;
+    if (ev !== undefined) return ev;
+    if (kept && runIndependent(expr, table)) {
+      ev = compile(expr, { table, nowMs: NaN, searchHit: unreachableTest, geoTest: unreachableTest });
+      filters.set(expr, ev);
+      return ev;
+    }
     return compile(expr, {
       table: this.compiled.table,
       nowMs: this.ctx.nowMs,
@@ -202,12 +236,12 @@ class QueryRun {
   }
 
   acceptAll(): (row: number) => boolean {
-    return (this.all ??= this.acceptWith(this.compileFilter(this.plan.filter)));
+    return (this.all ??= this.acceptWith(this.compileFilter(this.plan.filter, true)));
   }
 
   rest(): { ev: Evaluator | null; accept: (row: number) => boolean } {
     if (this.residual === null) {
-      const ev = this.compileFilter(this.plan.residual);
+      const ev = this.compileFilter(this.plan.residual, true);
       this.residual = { ev, accept: this.acceptWith(ev) };
     }
     return this.residual;

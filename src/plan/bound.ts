@@ -74,3 +74,31 @@ export type Bound =
     };
 
 export type BoundKind = Bound['kind'];
+
+/** The direct sub-expressions of a bound expression (a lambda's predicate included), for walks over a whole filter. */
+export function operandsOf(e: Bound): readonly Bound[] {
+  switch (e.kind) {
+    case 'and':
+    case 'or':
+    case 'compare':
+    case 'arith':
+      return [e.left, e.right];
+    case 'not':
+    case 'negate':
+      return [e.operand];
+    case 'call':
+      return e.args;
+    case 'in':
+      return [e.left];
+    case 'member':
+      return [e.value];
+    case 'lambda':
+      return e.predicate ? [e.predicate] : [];
+    case 'const':
+    case 'field':
+    case 'var':
+    case 'search':
+    case 'geo':
+      return [];
+  }
+}

@@ -32,7 +32,7 @@ import type { ChildResourceName, ResourceName } from '../schema/types.js';
 import { bindFilter, bindOrderBy, bindSelect, type BindContext, type BoundOrderKey } from './bind.js';
 import { bindApply } from './bind-apply.js';
 import { bindExpand, EXPAND_TOP_LIMITS, EXPANSIONS, type ExpansionName } from './bind-expand.js';
-import type { Bound } from './bound.js';
+import { operandsOf, type Bound } from './bound.js';
 import {
   QUERY_RESOURCES,
   type AccessPath,
@@ -403,38 +403,8 @@ export function searchCalls(expr: Bound | null): SearchNode[] {
   const stack: Bound[] = expr ? [expr] : [];
   while (stack.length) {
     const e = stack.pop()!;
-    switch (e.kind) {
-      case 'search':
-        out.push(e);
-        break;
-      case 'and':
-      case 'or':
-      case 'compare':
-      case 'arith':
-        stack.push(e.left, e.right);
-        break;
-      case 'not':
-      case 'negate':
-        stack.push(e.operand);
-        break;
-      case 'call':
-        stack.push(...e.args);
-        break;
-      case 'in':
-        stack.push(e.left);
-        break;
-      case 'member':
-        stack.push(e.value);
-        break;
-      case 'lambda':
-        if (e.predicate) stack.push(e.predicate);
-        break;
-      case 'const':
-      case 'field':
-      case 'var':
-      case 'geo':
-        break;
-    }
+    if (e.kind === 'search') out.push(e);
+    else stack.push(...operandsOf(e));
   }
   return out.sort((a, b) => a.ordinal - b.ordinal);
 }

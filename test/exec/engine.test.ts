@@ -246,6 +246,41 @@ describe('the plan cache', () => {
     // an error is never cached as a plan: it is thrown every time, with its position
     for (let i = 0; i < 2; i++) expect(() => e.query('Property', '$filter=Nope eq 1')).toThrow(/Nope/);
   });
+
+  it('keeps the compiled filter of a plan per generation, but never one that reads the clock', async () => {
+    let now = NOW;
+    const e = await Engine.open({ now: () => new Date(now) });
+    const want = (pred: (r: Rec) => boolean): string[] => naive.query(undefined, [], pred).sort();
+    const got = (q: string, sources?: string[]): string[] =>
+      e
+        .query('Property', `${q}&$select=ListingKey&$top=50000`, { sources })
+        .value.map((r) => r.ListingKey as string)
+        .sort();
+    // a filter of plain columns, walked in price order: compiled once, asked again with other callers
+    const plain = "$filter=ListPrice ge 400000 and BedroomsTotal ge 3 and (City eq 'Seattle' or City eq 'Houston')&$orderby=ListPrice desc";
+    const plainPred = (r: Rec) => (r.ListPrice as number) >= 400000 && (r.BedroomsTotal as number) >= 3 && (r.City === 'Seattle' || r.City === 'Houston');
+    expect(got(plain)).toEqual(want(plainPred));
+    expect(got(plain, ['HAR'])).toEqual(want((r) => plainPred(r) && r.OriginatingSystemName === 'HAR'));
+    expect(got(plain)).toEqual(want(plainPred));
+    // DaysOnMarket and now() read the clock: the same plan answers for the clock of each run
+    const dom = '$filter=DaysOnMarket ge 30 and ListPrice ge 400000&$orderby=ListPrice desc';
+    const before = got(dom);
+    const modified = '$filter=ModificationTimestamp lt now() and ListPrice ge 400000&$orderby=ListPrice desc';
+    const modifiedBefore = got(modified);
+    const latest = Math.max(...records.map((r) => Date.parse(r.ModificationTimestamp as string)));
+    now += 40 * 86_400_000;
+    const after = got(dom);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(before.every((k) => after.includes(k))).toBe(true);
+    now = latest + 1;
+    expect(got(modified).length).toBeGreaterThan(modifiedBefore.length);
+    // a new generation compiles against its own columns: an upserted listing's new price counts
+    const first = got(plain)[0];
+    const row = records.find((r) => r.ListingKey === first)!;
+    await e.upsert('Property', [{ ...row, ListPrice: 1 }]);
+    expect(got(plain)).not.toContain(first);
+    expect(got(plain)).toHaveLength(want(plainPred).length - 1);
+  });
 });
 
 describe('counting with value bitsets', () => {
