@@ -16,6 +16,7 @@ import { parentLinks } from './link.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
 import { readRecords, type FileFormat } from './read.js';
+import type { Table } from './table.js';
 import { packTable, type PackedTable } from './transfer.js';
 
 export const WORKER_KIND = 'reso-engine:load-child';
@@ -117,10 +118,20 @@ async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>
   const phases: LoadPhase[] = [];
   const clock = new PhaseClock('worker', job.timed ? (p) => phases.push(p) : undefined);
   const skipLog = new SkipLog();
-  const b = new TableBuilder(job.resource, { skipBadRecords: job.skipBadRecords, skipLog, now: () => 0, deferParent: true, fastPath: job.fastPath });
+  // No duplicate check per record: a duplicate key fails `finish`, and the main thread then loads the file the checked way.
+  const b = new TableBuilder(job.resource, {
+    skipBadRecords: job.skipBadRecords,
+    skipLog,
+    now: () => 0,
+    deferParent: true,
+    fastPath: job.fastPath,
+    canonicalKeyIndex: true,
+    deferKeyIndex: true,
+  });
   b.file = job.label;
   let bytesRead = 0;
   let reserved = job.gzip;
+  let table: Table;
   try {
     await readRecords(
       job.file,
@@ -139,14 +150,14 @@ async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>
       },
       (src, s, e, line) => b.addBytes(src, s, e, line),
     );
+    clock.lap(`${job.resource} read`);
+    table = b.finish();
+    clock.lap(`${job.resource} finish`);
   } catch (err) {
     // The main thread loads the file again the sequential way, which reports the error in order.
     post({ type: 'failed', reason: err instanceof DataError ? err.message : String(err) });
     return;
   }
-  clock.lap(`${job.resource} read`);
-  const table = b.finish();
-  clock.lap(`${job.resource} finish`);
   let links: WorkerLinks | null = null;
   let events: ChildDone['events'] = null;
   const transfer: ArrayBuffer[] = [];
@@ -172,7 +183,13 @@ async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>
         sourceRows: found === 'absent' ? null : found.parentRow,
         sources: found === 'absent' ? null : property.sources,
       };
-      const log = new TableBuilder('EntityEvent', { skipBadRecords: false, skipLog: new SkipLog(), now: () => 0 });
+      const log = new TableBuilder('EntityEvent', {
+        skipBadRecords: false,
+        skipLog: new SkipLog(),
+        now: () => 0,
+        canonicalKeyIndex: true,
+        deferKeyIndex: true,
+      });
       writeEventLog(
         log,
         EVENT_SOURCED.map((r) => (r === job.resource ? own : given.events.find((e) => e.resource === r)!)),

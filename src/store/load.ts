@@ -167,6 +167,9 @@ class Loader {
       now: this.now,
       parent: CATALOG[resource].parent === null ? undefined : this.tables.Property,
       fastPath: this.options.fastPath,
+      canonicalKeyIndex: true,
+      // the log's keys are its sequence numbers, unique as written
+      deferKeyIndex: resource === 'EntityEvent',
     });
     this.logs.set(b, skipLog);
     if (file !== null) b.file = file;

@@ -287,6 +287,11 @@ describe('parallel loading (Media in a worker thread)', () => {
       { 'Property.jsonl': property, 'Media.jsonl': media([{}]), 'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }]) },
       // A Property error stops the load before anything else.
       { 'Property.jsonl': `${property}{"ListingKey": 1}\n`, 'Media.jsonl': media([{ Order: 'x' }]) },
+      // The worker checks Media's keys only when it builds their index after the file: a duplicate
+      // alone, one before a bad value, and one after it.
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, {}, { MediaKey: 'M0' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { MediaKey: 'M0' }, { Order: 'x' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { MediaKey: 'M0' }]) },
     ];
     for (const files of cases) {
       const d = dataDir(files);
@@ -306,11 +311,12 @@ describe('parallel loading (Media in a worker thread)', () => {
         { OpenHouseKey: 'P', ListingKey: 'B' },
       ]),
     });
-    for (const clean of [false, true]) {
-      const dir = clean ? dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) }) : d;
+    const duplicate = dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { MediaKey: 'M0' }, { X_Local: 3 }]) });
+    for (const dir of [d, duplicate, dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) })]) {
+      const clean = dir !== d && dir !== duplicate;
       const sequential = await loadDataDirectory(dir, { parallel: false, skipBadRecords: true });
       const parallel = await loadDataDirectory(dir, { parallel: true, skipBadRecords: true });
-      // With an orphan the worker's result is discarded and Media loaded again on the main thread.
+      // With an orphan or a duplicate key the worker's result is discarded and Media loaded again on the main thread.
       expect(parallel.report.parallel).toBe(clean);
       expect({ ...parallel.report, parallel: false }).toEqual(sequential.report);
       for (const t of ['Property', 'Media', 'OpenHouse'] as const) {
