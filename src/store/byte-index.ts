@@ -5,7 +5,7 @@
  * string-keyed Map is built per row and no limit of Map sizes applies (a Map holds at most 2^24
  * entries; the Media key index of a 1M-listing data set needs 18M).
  */
-import { encodeUtf8Into, hashBytes } from './bytes.js';
+import { bytesEqual, encodeUtf8Into, hashBytes } from './bytes.js';
 
 export interface ByteStore {
   readonly bytes: Buffer;
@@ -102,7 +102,7 @@ export class ByteIndex {
       for (; table[2 * i] !== 0; i = (i + 1) & mask) {
         if (table[2 * i + 1] !== hash) continue;
         const other = table[2 * i] - 1;
-        if (sameBytes(bytes, offsets[other], offsets[other + 1], offsets[entry], offsets[entry + 1])) {
+        if (bytesEqual(bytes, offsets[other], offsets[other + 1], bytes, offsets[entry], offsets[entry + 1])) {
           return { first: Math.min(other, entry), second: Math.max(other, entry) };
         }
       }
@@ -156,12 +156,6 @@ export class ByteIndex {
     this.mask = capacity - 1;
     for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.place(old[i] - 1, old[i + 1]);
   }
-}
-
-function sameBytes(bytes: Uint8Array, as: number, ae: number, bs: number, be: number): boolean {
-  if (ae - as !== be - bs) return false;
-  for (let j = 0; j < ae - as; j++) if (bytes[as + j] !== bytes[bs + j]) return false;
-  return true;
 }
 
 let scratch = new Uint8Array(256);

@@ -11,7 +11,7 @@ import { EVENT_SOURCED, type ChildResourceName } from '../schema/types.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
 import { hashBytes } from './bytes.js';
 import { DataError, type DataErrorInfo } from './errors.js';
-import { writeEventLog, type EventRows } from './event-log.js';
+import { eventLogTable, type EventRows } from './event-log.js';
 import { parentLinks } from './link.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
@@ -183,19 +183,9 @@ async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>
         sourceRows: found === 'absent' ? null : found.parentRow,
         sources: found === 'absent' ? null : property.sources,
       };
-      const log = new TableBuilder('EntityEvent', {
-        skipBadRecords: false,
-        skipLog: new SkipLog(),
-        now: () => 0,
-        canonicalKeyIndex: true,
-        deferKeyIndex: true,
-      });
-      writeEventLog(
-        log,
-        EVENT_SOURCED.map((r) => (r === job.resource ? own : given.events.find((e) => e.resource === r)!)),
-      );
-      const packedLog = packTable(log.finish());
-      events = { table: packedLog.packed, ignoredFields: log.ignoredFields() };
+      const rows = EVENT_SOURCED.map((r) => (r === job.resource ? own : given.events.find((e) => e.resource === r)!));
+      const packedLog = packTable(eventLogTable(rows, () => 0));
+      events = { table: packedLog.packed, ignoredFields: {} };
       transfer.push(...packedLog.transfer);
       clock.lap('EntityEvent');
     }

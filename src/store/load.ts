@@ -22,7 +22,7 @@ import {
 } from '../schema/types.js';
 import { eventRecord, sourceOf } from './events.js';
 import { ParentKeyColumn } from './columns.js';
-import { eventRowsOf, writeEventLog } from './event-log.js';
+import { eventLogTable, eventRowsOf } from './event-log.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
@@ -259,15 +259,29 @@ class Loader {
    * resource order then row (load) order, numbered from 1.
    */
   private loadEvents(): void {
-    const b = this.builder('EntityEvent', null);
     const property = this.tables.Property;
-    if (this.options.fastPath === false) this.eventsAsJson(b);
-    else
-      writeEventLog(
-        b,
-        EVENT_SOURCED.map((r) => eventRowsOf(this.tables[r], property)),
+    if (this.options.fastPath !== false) {
+      this.adoptEvents(
+        eventLogTable(
+          EVENT_SOURCED.map((r) => eventRowsOf(this.tables[r], property)),
+          this.now,
+        ),
+        {},
       );
+      return;
+    }
+    const b = this.builder('EntityEvent', null);
+    this.eventsAsJson(b);
     this.finish(b, null);
+  }
+
+  /** The EntityEvent log written elsewhere (whole, or in the worker). */
+  adoptEvents(log: Table, ignoredFields: Record<string, number>): void {
+    this.adopt('EntityEvent', log, {
+      report: { file: null, absent: false, records: log.rowCount, skipped: 0, ignoredFields },
+      skipLog: { total: 0, byCode: {}, samples: [] },
+      localFields: [],
+    });
   }
 
   /** The events as JSON lines through the loader's byte path (the reference for eventsFromColumns). */
@@ -476,14 +490,7 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
           skipLog: done.skipLog,
           localFields: done.localFields,
         });
-        if (done.events !== null) {
-          const log = unpackTable(done.events.table, loader.now);
-          loader.adopt('EntityEvent', log, {
-            report: { file: null, absent: false, records: log.rowCount, skipped: 0, ignoredFields: done.events.ignoredFields },
-            skipLog: { total: 0, byCode: {}, samples: [] },
-            localFields: [],
-          });
-        }
+        if (done.events !== null) loader.adoptEvents(unpackTable(done.events.table, loader.now), done.events.ignoredFields);
         loader.bytesRead += done.bytesRead;
         loader.parallel = true;
         loader.clock.lap('Media unpack + link');
