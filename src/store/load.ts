@@ -285,7 +285,7 @@ class Loader {
     });
   }
 
-  /** The events as JSON lines through the loader's byte path (the reference for eventsFromColumns). */
+  /** The events as JSON lines through the loader's byte path (the reference for eventLogTable). */
   private eventsAsJson(b: TableBuilder): void {
     let sequence = 0;
     const property = this.tables.Property;
