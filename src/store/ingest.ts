@@ -91,6 +91,19 @@ export interface IngestOptions {
   readonly deferParent?: boolean;
   /** False sends every record through JSON.parse and the generic path (tests compare both). */
   readonly fastPath?: boolean;
+  /**
+   * Build the key index once at `finish` (ByteIndex.build: its layout depends only on the keys),
+   * rebuilding it there if it was kept per record. The loader sets it for every table, so that
+   * whichever thread or path loaded a table, its index has the same bytes.
+   */
+  readonly canonicalKeyIndex?: boolean;
+  /**
+   * Keep no key index while rows arrive (no duplicate check per record): `finish` builds it and
+   * throws a DuplicateKey DataError if two rows share a key, whatever skipBadRecords says. Only
+   * for keys known unique (the EntityEvent log) or a caller that loads the file again the
+   * checked way on any error (the loader's worker).
+   */
+  readonly deferKeyIndex?: boolean;
 }
 
 /** A local field and where it was first seen, for the load report. */
@@ -120,7 +133,8 @@ export class TableBuilder {
   private readonly parts = new TimestampParts();
   private readonly keySlot: FieldSlot;
   private readonly keyText: TextBuilder;
-  private readonly keyIndex: ByteIndex;
+  private keyIndex: ByteIndex;
+  private readonly deferKeys: boolean;
   private lines = new Uint32Array(1024);
   private recordNo = 0;
   /** Rows the load expects in all (see reserve). */
@@ -158,6 +172,7 @@ export class TableBuilder {
     this.keySlot.builder = this.keyText;
     this.keySlot.kind = B_TEXT;
     this.keyIndex = new ByteIndex(this.keyText, 1024);
+    this.deferKeys = options.deferKeyIndex === true;
   }
 
   private addSlot(def: FieldDef, role: number): FieldSlot {
@@ -691,8 +706,8 @@ export class TableBuilder {
       this.fail('MissingKey', line, key, `${key} is empty`);
       return;
     }
-    const keyHash = hashBytes(keySrc, ks, ke);
-    const existing = this.keyIndex.find(keySrc, ks, ke, keyHash);
+    const keyHash = this.deferKeys ? 0 : hashBytes(keySrc, ks, ke);
+    const existing = this.deferKeys ? -1 : this.keyIndex.find(keySrc, ks, ke, keyHash);
     if (existing >= 0) {
       const what = this.file.endsWith(' records') ? 'record' : 'line';
       this.fail('DuplicateKey', line, key, `duplicate ${key} '${decodeUtf8(keySrc, ks, ke)}' (first at ${what} ${this.lines[existing]})`);
@@ -703,7 +718,7 @@ export class TableBuilder {
 
     const row = this.rowCount;
     this.commit(row);
-    this.keyIndex.add(row, keyHash);
+    if (!this.deferKeys) this.keyIndex.add(row, keyHash);
     if (row >= this.lines.length) {
       const lines = new Uint32Array(this.lines.length * 2);
       lines.set(this.lines);
@@ -807,7 +822,7 @@ export class TableBuilder {
     if (rows <= this.expected) return;
     this.expected = rows;
     for (const slot of this.slots) slot.builder?.reserve(rows);
-    this.keyIndex.reserve(rows);
+    if (!this.deferKeys) this.keyIndex.reserve(rows);
     if (rows > this.lines.length) {
       const lines = new Uint32Array(rows);
       lines.set(this.lines);
@@ -882,7 +897,22 @@ export class TableBuilder {
     );
     const keyColumn = columns.get(this.def.key);
     if (!(keyColumn instanceof Utf8TextColumn)) throw new Error('key column must be text');
-    this.keyIndex.rebind(keyColumn);
+    if (this.deferKeys || this.options.canonicalKeyIndex === true) {
+      const built = ByteIndex.build(keyColumn, n);
+      if (!(built instanceof ByteIndex)) {
+        const key = this.def.key;
+        const what = this.file.endsWith(' records') ? 'record' : 'line';
+        const text = decodeUtf8(keyColumn.bytes, keyColumn.offsets[built.first], keyColumn.offsets[built.first + 1]);
+        throw new DataError({
+          code: 'DuplicateKey',
+          file: this.file,
+          line: this.lines[built.second],
+          field: key,
+          reason: `duplicate ${key} '${text}' (first at ${what} ${this.lines[built.first]})`,
+        });
+      }
+      this.keyIndex = built;
+    } else this.keyIndex.rebind(keyColumn);
     this.lines = new Uint32Array(0);
     return new Table(
       this.resource,

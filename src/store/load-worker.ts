@@ -1,21 +1,23 @@
 /**
- * The worker side of the parallel loader: loads one child resource's file (Media, about two
- * thirds of a data set's bytes) into a segment with its parent link kept as text, while the main
- * thread loads Property; then, given Property's keys and the other resources' event rows by the
- * main thread, links the segment to its listings and writes the initial EntityEvent log (19M
- * events at 1M listings, mostly Media's), and transfers both segments' buffers back. See load.ts.
+ * The worker side of the parallel loader: loads the child resources' files (Media, about two
+ * thirds of a data set's bytes, then OpenHouse and PropertyChange) into segments with their
+ * parent links kept as text, while the main thread loads Property, Member and Office and builds
+ * the listings' indexes; then, given Property's keys and the other resources' event rows by the
+ * main thread, links the segments to their listings and writes the initial EntityEvent log (19M
+ * events at 1M listings, mostly Media's), and transfers the segments' buffers back. See load.ts.
  */
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { EVENT_SOURCED, type ChildResourceName } from '../schema/types.js';
+import { EVENT_SOURCED, type ChildResourceName, type EventSourcedName } from '../schema/types.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
 import { hashBytes } from './bytes.js';
-import { DataError, type DataErrorInfo } from './errors.js';
-import { writeEventLog, type EventRows } from './event-log.js';
+import type { DataErrorInfo } from './errors.js';
+import { eventLogTable, type EventRows } from './event-log.js';
 import { parentLinks } from './link.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
 import { SkipLog } from './record.js';
 import { readRecords, type FileFormat } from './read.js';
+import type { Table } from './table.js';
 import { packTable, type PackedTable } from './transfer.js';
 
 export const WORKER_KIND = 'reso-engine:load-child';
@@ -64,144 +66,192 @@ export class PhaseClock {
   }
 }
 
-export interface ChildJob {
-  readonly kind: typeof WORKER_KIND;
+/** One child resource's data file. */
+export interface ChildFile {
   readonly resource: ChildResourceName;
   readonly file: string;
   readonly label: string;
   readonly format: FileFormat;
   readonly gzip: boolean;
   readonly bytesTotal: number;
+}
+
+export interface ChildJob {
+  readonly kind: typeof WORKER_KIND;
+  /** Loaded in this order; the first that fails ends the list (the main thread loads it and the rest). */
+  readonly files: readonly ChildFile[];
   readonly skipBadRecords: boolean;
   readonly fastPath: boolean | undefined;
   /** Report phase timings in the done message. */
   readonly timed: boolean;
-  /** Wait for a ListingsMessage, then link the segment and write the event log. */
+  /** Wait for a ListingsMessage, then link the segments and write the event log. */
   readonly events: boolean;
 }
 
-/** What the main thread sends once Property and the other files are loaded (null: it will not need the log). */
+/** What the main thread sends once Property and its other files are loaded (null: it will not need the log). */
 export interface ListingsMessage {
   readonly type: 'listings';
   readonly listings: {
-    /** Property's key column and key index, to link the child's rows. */
+    /** Property's key column and key index, to link the children's rows. */
     readonly keys: { readonly bytes: Uint8Array; readonly offsets: Uint32Array };
     readonly keyIndex: ByteIndexState;
-    /** The event rows of every other event-sourced resource. */
+    /** The event rows of every event-sourced resource the main thread loaded. */
     readonly events: EventRows[];
   } | null;
 }
 
-/** The child's links to its listings as the worker resolved them (see parentLinks). */
+/** A child's links to its listings as the worker resolved them (see parentLinks). */
 export type WorkerLinks = { readonly parentRow: Int32Array; readonly unlinked: Array<[number, string]> | null } | 'absent' | 'failed';
 
-export interface ChildDone {
-  readonly type: 'done';
+/** One child file the worker loaded cleanly. */
+export interface ChildSegment {
+  readonly resource: ChildResourceName;
   readonly table: PackedTable;
   readonly skipped: number;
   readonly skipLog: { readonly total: number; readonly byCode: Record<string, number>; readonly samples: DataErrorInfo[] };
   readonly localFields: LocalFieldInfo[];
   readonly ignoredFields: Record<string, number>;
   readonly bytesRead: number;
-  readonly phases: LoadPhase[];
   /** null when the main thread sent no listings. */
   readonly links: WorkerLinks | null;
+}
+
+export interface ChildDone {
+  readonly type: 'done';
+  /** The files loaded, in the job's order (a prefix of it). */
+  readonly segments: ChildSegment[];
+  readonly phases: LoadPhase[];
   /** The EntityEvent log (null: not written, the main thread writes it). */
   readonly events: { readonly table: PackedTable; readonly ignoredFields: Record<string, number> } | null;
 }
 
 export type ChildMessage =
-  { readonly type: 'progress'; readonly bytesRead: number; readonly records: number } | ChildDone | { readonly type: 'failed'; readonly reason: string };
+  | { readonly type: 'progress'; readonly resource: ChildResourceName; readonly bytesRead: number; readonly records: number }
+  | ChildDone
+  | { readonly type: 'failed'; readonly reason: string };
 
-async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
-  const phases: LoadPhase[] = [];
-  const clock = new PhaseClock('worker', job.timed ? (p) => phases.push(p) : undefined);
+const isEventSourced = (r: ChildResourceName): r is ChildResourceName & EventSourcedName => (EVENT_SOURCED as readonly string[]).includes(r);
+
+interface Loaded {
+  readonly file: ChildFile;
+  readonly table: Table;
+  readonly builder: TableBuilder;
+  readonly skipLog: SkipLog;
+  readonly bytesRead: number;
+}
+
+/** Loads one file into a segment with its parent link kept as text; null on any error. */
+async function loadChild(job: ChildJob, f: ChildFile, clock: PhaseClock, post: (m: ChildMessage) => void): Promise<Loaded | null> {
   const skipLog = new SkipLog();
-  const b = new TableBuilder(job.resource, { skipBadRecords: job.skipBadRecords, skipLog, now: () => 0, deferParent: true, fastPath: job.fastPath });
-  b.file = job.label;
+  // No duplicate check per record: a duplicate key fails `finish`, and the main thread then loads the file the checked way.
+  const b = new TableBuilder(f.resource, {
+    skipBadRecords: job.skipBadRecords,
+    skipLog,
+    now: () => 0,
+    deferParent: true,
+    fastPath: job.fastPath,
+    canonicalKeyIndex: true,
+    deferKeyIndex: true,
+  });
+  b.file = f.label;
   let bytesRead = 0;
-  let reserved = job.gzip;
+  let reserved = f.gzip;
   try {
     await readRecords(
-      job.file,
+      f.file,
       {
-        format: job.format,
-        gzip: job.gzip,
-        label: job.label,
+        format: f.format,
+        gzip: f.gzip,
+        label: f.label,
         onChunk: (n) => {
           bytesRead = n;
           if (!reserved && b.rowCount >= 256) {
             reserved = true;
-            b.reserve(Math.ceil((job.bytesTotal / n) * b.rowCount * 1.02));
+            b.reserve(Math.ceil((f.bytesTotal / n) * b.rowCount * 1.02));
           }
-          post({ type: 'progress', bytesRead: n, records: b.rowCount });
+          post({ type: 'progress', resource: f.resource, bytesRead: n, records: b.rowCount });
         },
       },
       (src, s, e, line) => b.addBytes(src, s, e, line),
     );
-  } catch (err) {
+    clock.lap(`${f.resource} read`);
+    const table = b.finish();
+    clock.lap(`${f.resource} finish`);
+    return { file: f, table, builder: b, skipLog, bytesRead };
+  } catch {
     // The main thread loads the file again the sequential way, which reports the error in order.
-    post({ type: 'failed', reason: err instanceof DataError ? err.message : String(err) });
-    return;
+    return null;
   }
-  clock.lap(`${job.resource} read`);
-  const table = b.finish();
-  clock.lap(`${job.resource} finish`);
-  let links: WorkerLinks | null = null;
+}
+
+async function run(job: ChildJob, listings: Promise<ListingsMessage['listings']>, post: (m: ChildMessage, transfer?: ArrayBuffer[]) => void): Promise<void> {
+  const phases: LoadPhase[] = [];
+  const clock = new PhaseClock('worker', job.timed ? (p) => phases.push(p) : undefined);
+  const loaded: Loaded[] = [];
+  for (const f of job.files) {
+    const one = await loadChild(job, f, clock, post);
+    if (one === null) break;
+    loaded.push(one);
+  }
+  const links = new Map<ChildResourceName, WorkerLinks>();
   let events: ChildDone['events'] = null;
   const transfer: ArrayBuffer[] = [];
-  const given = job.events ? await listings : null;
+  const given = job.events && loaded.length > 0 ? await listings : null;
   clock.lap('(wait for the listings)');
   if (given !== null) {
     const keys = { bytes: Buffer.from(given.keys.bytes.buffer, given.keys.bytes.byteOffset, given.keys.bytes.length), offsets: given.keys.offsets };
     const index = ByteIndex.fromState(keys, given.keyIndex);
-    const found = parentLinks(table, (bytes, s, e) => index.find(bytes, s, e, hashBytes(bytes, s, e)));
-    links =
-      found === null
-        ? 'failed'
-        : found === 'absent'
-          ? 'absent'
-          : { parentRow: found.parentRow, unlinked: found.unlinked === null ? null : [...found.unlinked] };
-    clock.lap(`${job.resource} link`);
-    if (found !== null) {
-      const property = given.events.find((r) => r.resource === 'Property')!;
-      const own: EventRows = {
-        resource: job.resource as EventRows['resource'],
-        rowCount: table.rowCount,
-        keys: { bytes: table.keyColumn.bytes, offsets: table.keyColumn.offsets },
-        sourceRows: found === 'absent' ? null : found.parentRow,
-        sources: found === 'absent' ? null : property.sources,
-      };
-      const log = new TableBuilder('EntityEvent', { skipBadRecords: false, skipLog: new SkipLog(), now: () => 0 });
-      writeEventLog(
-        log,
-        EVENT_SOURCED.map((r) => (r === job.resource ? own : given.events.find((e) => e.resource === r)!)),
+    const own = new Map<EventSourcedName, EventRows>();
+    const property = given.events.find((r) => r.resource === 'Property')!;
+    for (const { file, table } of loaded) {
+      const found = parentLinks(table, (bytes, s, e) => index.find(bytes, s, e, hashBytes(bytes, s, e)));
+      links.set(
+        file.resource,
+        found === null
+          ? 'failed'
+          : found === 'absent'
+            ? 'absent'
+            : { parentRow: found.parentRow, unlinked: found.unlinked === null ? null : [...found.unlinked] },
       );
-      const packedLog = packTable(log.finish());
-      events = { table: packedLog.packed, ignoredFields: log.ignoredFields() };
+      if (found !== null && isEventSourced(file.resource)) {
+        own.set(file.resource, {
+          resource: file.resource,
+          rowCount: table.rowCount,
+          keys: { bytes: table.keyColumn.bytes, offsets: table.keyColumn.offsets },
+          sourceRows: found === 'absent' ? null : found.parentRow,
+          sources: found === 'absent' ? null : property.sources,
+        });
+      }
+      clock.lap(`${file.resource} link`);
+    }
+    // the log when every event-sourced resource's rows are at hand (a child that failed to link is loaded again)
+    const rows = EVENT_SOURCED.map((r) => own.get(r) ?? given.events.find((e) => e.resource === r));
+    if (rows.every((r) => r !== undefined)) {
+      const packedLog = packTable(eventLogTable(rows, () => 0));
+      events = { table: packedLog.packed, ignoredFields: {} };
       transfer.push(...packedLog.transfer);
       clock.lap('EntityEvent');
     }
-    if (typeof links === 'object') transfer.push(links.parentRow.buffer as ArrayBuffer);
   }
-  const { packed, transfer: buffers } = packTable(table);
-  transfer.push(...buffers);
-  clock.lap(`${job.resource} pack`);
-  post(
-    {
-      type: 'done',
+  const segments: ChildSegment[] = [];
+  for (const { file, table, builder, skipLog, bytesRead } of loaded) {
+    const link = links.get(file.resource) ?? null;
+    if (typeof link === 'object' && link !== null) transfer.push(link.parentRow.buffer as ArrayBuffer);
+    const { packed, transfer: buffers } = packTable(table);
+    transfer.push(...buffers);
+    segments.push({
+      resource: file.resource,
       table: packed,
-      skipped: b.skipped,
+      skipped: builder.skipped,
       skipLog: { total: skipLog.total, byCode: skipLog.byCode, samples: skipLog.samples },
-      localFields: b.localFields(),
-      ignoredFields: b.ignoredFields(),
+      localFields: builder.localFields(),
+      ignoredFields: builder.ignoredFields(),
       bytesRead,
-      phases,
-      links,
-      events,
-    },
-    [...new Set(transfer)],
-  );
+      links: link,
+    });
+  }
+  clock.lap('pack');
+  post({ type: 'done', segments, phases, events }, [...new Set(transfer)]);
 }
 
 const job = workerData as ChildJob | null;

@@ -22,7 +22,7 @@ import {
 } from '../schema/types.js';
 import { eventRecord, sourceOf } from './events.js';
 import { ParentKeyColumn } from './columns.js';
-import { eventRowsOf, writeEventLog } from './event-log.js';
+import { eventLogTable, eventRowsOf } from './event-log.js';
 import { buildChildIndex, type ChildIndex } from './children.js';
 import { DataError, type DataErrorInfo } from './errors.js';
 import { TableBuilder, type LocalFieldInfo } from './ingest.js';
@@ -33,6 +33,7 @@ import {
   PhaseClock,
   WORKER_KIND,
   type ChildDone,
+  type ChildFile,
   type ChildJob,
   type ChildMessage,
   type ListingsMessage,
@@ -167,6 +168,9 @@ class Loader {
       now: this.now,
       parent: CATALOG[resource].parent === null ? undefined : this.tables.Property,
       fastPath: this.options.fastPath,
+      canonicalKeyIndex: true,
+      // the log's keys are its sequence numbers, unique as written
+      deferKeyIndex: resource === 'EntityEvent',
     });
     this.logs.set(b, skipLog);
     if (file !== null) b.file = file;
@@ -182,25 +186,25 @@ class Loader {
     });
   }
 
-  /** What the Media worker needs to link its rows and write the event log: Property's keys, the other resources' event rows. */
+  /** What the worker needs to link its rows and write the event log: Property's keys, the event rows of the resources loaded here. */
   listingsForWorker(): ListingsMessage['listings'] {
     const property = this.tables.Property;
     const state = property.keyIndex.state;
     return {
       keys: { bytes: property.keyColumn.bytes, offsets: property.keyColumn.offsets },
       keyIndex: state,
-      events: EVENT_SOURCED.filter((r) => r !== 'Media').map((r) => eventRowsOf(this.tables[r], property)),
+      events: EVENT_SOURCED.filter((r) => this.tables[r] !== undefined).map((r) => eventRowsOf(this.tables[r], property)),
     };
   }
 
-  /** The worker's Media segment linked to Property: by the worker's links when it resolved them; null when a listing is missing. */
-  linkMedia(media: Table, links: WorkerLinks | null): Table | null {
-    if (links === null) return linkToParent(media, this.tables.Property);
+  /** A worker's child segment linked to Property: by the worker's links when it resolved them; null when a listing is missing. */
+  linkChild(child: Table, links: WorkerLinks | null): Table | null {
+    if (links === null) return linkToParent(child, this.tables.Property);
     if (links === 'failed') return null;
-    if (links === 'absent') return media;
+    if (links === 'absent') return child;
     const property = this.tables.Property;
-    return media.withColumn(
-      CATALOG.Media.parent!.field,
+    return child.withColumn(
+      CATALOG[child.resource].parent!.field,
       new ParentKeyColumn(links.parentRow, property.keyColumn, links.unlinked === null ? null : new Map(links.unlinked)),
     );
   }
@@ -256,18 +260,32 @@ class Loader {
    * resource order then row (load) order, numbered from 1.
    */
   private loadEvents(): void {
-    const b = this.builder('EntityEvent', null);
     const property = this.tables.Property;
-    if (this.options.fastPath === false) this.eventsAsJson(b);
-    else
-      writeEventLog(
-        b,
-        EVENT_SOURCED.map((r) => eventRowsOf(this.tables[r], property)),
+    if (this.options.fastPath !== false) {
+      this.adoptEvents(
+        eventLogTable(
+          EVENT_SOURCED.map((r) => eventRowsOf(this.tables[r], property)),
+          this.now,
+        ),
+        {},
       );
+      return;
+    }
+    const b = this.builder('EntityEvent', null);
+    this.eventsAsJson(b);
     this.finish(b, null);
   }
 
-  /** The events as JSON lines through the loader's byte path (the reference for eventsFromColumns). */
+  /** The EntityEvent log written elsewhere (whole, or in the worker). */
+  adoptEvents(log: Table, ignoredFields: Record<string, number>): void {
+    this.adopt('EntityEvent', log, {
+      report: { file: null, absent: false, records: log.rowCount, skipped: 0, ignoredFields },
+      skipLog: { total: 0, byCode: {}, samples: [] },
+      localFields: [],
+    });
+  }
+
+  /** The events as JSON lines through the loader's byte path (the reference for eventLogTable). */
   private eventsAsJson(b: TableBuilder): void {
     let sequence = 0;
     const property = this.tables.Property;
@@ -340,21 +358,23 @@ class Loader {
 /** Events the initial log writes as one slice of JSON lines. */
 const EVENT_SLICE = 4096;
 
-/** Media files at least this large load in a worker thread beside Property (see ChildWorker). */
+/** With a Media file at least this large, the child files load in a worker thread beside Property (see ChildWorker). */
 const PARALLEL_BYTES = 32 << 20;
 
 /**
- * Media, about two thirds of a data set's bytes, loads in a worker thread while this thread loads
- * Property, OpenHouse and PropertyChange; its parent links are resolved when both are done. When
- * the worker meets anything but clean data (a bad record in strict mode, a child without its
- * listing) or cannot start, Media is loaded again on this thread, so errors, skipped records and
- * the resulting store are exactly those of a sequential load.
+ * The child files (Media, about two thirds of a data set's bytes, then OpenHouse and
+ * PropertyChange) load in a worker thread while this thread loads Property, Member and Office and
+ * builds the listings' indexes; their parent links are resolved when both are done. When the
+ * worker meets anything but clean data in a file (a bad record in strict mode, a duplicate key, a
+ * child without its listing) or cannot start, that file and the ones after it are loaded again on
+ * this thread, so errors, skipped records and the resulting store are exactly those of a
+ * sequential load.
  */
 class ChildWorker {
   readonly result: Promise<ChildDone | null>;
   private readonly worker: Worker | null;
 
-  constructor(job: ChildJob, onProgress: (m: { bytesRead: number; records: number }) => void) {
+  constructor(job: ChildJob, onProgress: (m: { resource: ChildResourceName; bytesRead: number; records: number }) => void) {
     let worker: Worker | null = null;
     try {
       if (import.meta.url.endsWith('.ts')) {
@@ -424,23 +444,27 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
   const media = files.Media;
   const mediaBytes = media ? statSync(media.file).size : 0;
   const parallel = media !== null && (options.parallel ?? (availableParallelism() > 1 && mediaBytes >= (media.gzip ? PARALLEL_BYTES / 4 : PARALLEL_BYTES)));
-  const label = media ? path.basename(media.file) : '';
+  // the worker loads every child file there is, Media first
+  const childFiles: ChildFile[] = [];
+  for (const r of parallel ? CHILD_RESOURCES : []) {
+    const f = files[r];
+    if (f !== null)
+      childFiles.push({ resource: r, file: f.file, label: path.basename(f.file), format: f.format, gzip: f.gzip, bytesTotal: statSync(f.file).size });
+  }
   const worker = parallel
     ? new ChildWorker(
         {
           kind: WORKER_KIND,
-          resource: 'Media',
-          file: media.file,
-          label,
-          format: media.format,
-          gzip: media.gzip,
-          bytesTotal: mediaBytes,
+          files: childFiles,
           skipBadRecords: options.skipBadRecords === true,
           fastPath: options.fastPath,
           timed: options.onPhase !== undefined,
           events: options.fastPath !== false,
         },
-        (m) => options.onProgress?.({ resource: 'Media', file: label, bytesRead: m.bytesRead, bytesTotal: mediaBytes, records: m.records }),
+        (m) => {
+          const f = childFiles.find((c) => c.resource === m.resource)!;
+          options.onProgress?.({ resource: m.resource, file: f.label, bytesRead: m.bytesRead, bytesTotal: f.bytesTotal, records: m.records });
+        },
       )
     : null;
   try {
@@ -450,12 +474,12 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
       for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
       loader.listings();
     } else {
-      // OpenHouse and PropertyChange while the worker loads Media; an error of theirs is thrown
-      // only after Media, whose errors come first in a sequential load.
+      // Absent children, Member and Office while the worker loads the child files; an error of
+      // Member's or Office's is thrown only after the children's, which come first in a
+      // sequential load.
       let deferred: unknown = null;
       try {
-        await loader.loadFile('OpenHouse', files.OpenHouse);
-        await loader.loadFile('PropertyChange', files.PropertyChange);
+        for (const r of CHILD_RESOURCES) if (files[r] === null) await loader.loadFile(r, null);
         for (const r of ROSTER_RESOURCES) await loader.loadFile(r, files[r]);
         worker.sendListings(loader.listingsForWorker());
         loader.listings();
@@ -466,27 +490,28 @@ export async function loadDataDirectory(dir: string, options: LoadDirectoryOptio
       const done = await worker.result;
       loader.clock.lap('wait for the worker');
       if (done !== null) for (const p of done.phases) options.onPhase?.(p);
-      const linked = done === null ? null : loader.linkMedia(unpackTable(done.table, loader.now), done.links);
-      if (done !== null && linked !== null) {
-        loader.adopt('Media', linked, {
-          report: { file: label, absent: false, records: linked.rowCount, skipped: done.skipped, ignoredFields: done.ignoredFields },
-          skipLog: done.skipLog,
-          localFields: done.localFields,
-        });
-        if (done.events !== null) {
-          const log = unpackTable(done.events.table, loader.now);
-          loader.adopt('EntityEvent', log, {
-            report: { file: null, absent: false, records: log.rowCount, skipped: 0, ignoredFields: done.events.ignoredFields },
-            skipLog: { total: 0, byCode: {}, samples: [] },
-            localFields: [],
+      // In the sequential order: each child the worker loaded and linked cleanly is taken; the
+      // first that it did not is loaded here (reporting its error in order), and so are the rest.
+      let clean = done !== null;
+      for (const f of childFiles) {
+        const segment = clean ? done!.segments.find((g) => g.resource === f.resource) : undefined;
+        const linked = segment === undefined ? null : loader.linkChild(unpackTable(segment.table, loader.now), segment.links);
+        if (segment !== undefined && linked !== null) {
+          loader.adopt(f.resource, linked, {
+            report: { file: f.label, absent: false, records: linked.rowCount, skipped: segment.skipped, ignoredFields: segment.ignoredFields },
+            skipLog: segment.skipLog,
+            localFields: segment.localFields,
           });
+          loader.bytesRead += segment.bytesRead;
+          loader.parallel = true;
+        } else {
+          clean = false;
+          await loader.loadFile(f.resource, files[f.resource]);
         }
-        loader.bytesRead += done.bytesRead;
-        loader.parallel = true;
-        loader.clock.lap('Media unpack + link');
-      } else {
-        await loader.loadFile('Media', media);
       }
+      // the worker writes the log only when every event-sourced child linked there
+      if (done?.events != null) loader.adoptEvents(unpackTable(done.events.table, loader.now), done.events.ignoredFields);
+      loader.clock.lap('children unpack + link');
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught value as it was
       if (deferred !== null) throw deferred;
     }

@@ -276,6 +276,8 @@ describe('parallel loading (Media in a worker thread)', () => {
   const property = jsonl([listing('A'), listing('B')]);
   const media = (rows: Array<Record<string, unknown>>): string =>
     jsonl(rows.map((r, i) => ({ MediaKey: `M${i}`, ResourceName: 'Property', ResourceRecordKey: 'A', Order: i, ...r })));
+  const change = (rows: Array<Record<string, unknown>>): string =>
+    jsonl(rows.map((r, i) => ({ PropertyChangeKey: `C${i}`, ListingKey: 'B', FieldName: 'ListPrice', NewValue: `${i}`, ...r })));
 
   it('reports the same first error as a sequential load', async () => {
     const cases: Array<Record<string, string>> = [
@@ -287,6 +289,33 @@ describe('parallel loading (Media in a worker thread)', () => {
       { 'Property.jsonl': property, 'Media.jsonl': media([{}]), 'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'Q' }]) },
       // A Property error stops the load before anything else.
       { 'Property.jsonl': `${property}{"ListingKey": 1}\n`, 'Media.jsonl': media([{ Order: 'x' }]) },
+      // The worker checks Media's keys only when it builds their index after the file: a duplicate
+      // alone, one before a bad value, and one after it.
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, {}, { MediaKey: 'M0' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { MediaKey: 'M0' }, { Order: 'x' }]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { MediaKey: 'M0' }]) },
+      // OpenHouse and PropertyChange load in the worker after Media: their errors come after
+      // Media's and before Member's, whichever thread meets them.
+      {
+        'Property.jsonl': property,
+        'Media.jsonl': media([{}]),
+        'PropertyChange.jsonl': change([{}, { ListingKey: 'Q' }]),
+        'Member.jsonl': '{"MemberKey": 1}\n',
+      },
+      {
+        'Property.jsonl': property,
+        'Media.jsonl': media([{}]),
+        'PropertyChange.jsonl': change([{}, { PropertyChangeKey: 'C0' }]),
+        'Member.jsonl': '{"MemberKey": 1}\n',
+      },
+      {
+        'Property.jsonl': property,
+        'Media.jsonl': media([{}]),
+        'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'O', ListingKey: 'A', OpenHouseDate: 5 }]),
+        'PropertyChange.jsonl': change([{ ListingKey: 'Q' }]),
+      },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{}]), 'Member.jsonl': '{"MemberKey": 1}\n', 'PropertyChange.jsonl': change([{}]) },
+      { 'Property.jsonl': property, 'Media.jsonl': media([{ Order: 'x' }]), 'PropertyChange.jsonl': change([{ ListingKey: 'Q' }]) },
     ];
     for (const files of cases) {
       const d = dataDir(files);
@@ -306,14 +335,23 @@ describe('parallel loading (Media in a worker thread)', () => {
         { OpenHouseKey: 'P', ListingKey: 'B' },
       ]),
     });
-    for (const clean of [false, true]) {
-      const dir = clean ? dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) }) : d;
+    const duplicate = dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { MediaKey: 'M0' }, { X_Local: 3 }]) });
+    // PropertyChange's orphan: Media and OpenHouse are taken from the worker, PropertyChange loaded again
+    const changes = dataDir({
+      'Property.jsonl': property,
+      'Media.jsonl': media([{}, { Order: 'x' }]),
+      'OpenHouse.jsonl': jsonl([{ OpenHouseKey: 'P', ListingKey: 'B' }]),
+      'PropertyChange.jsonl': change([{}, { ListingKey: 'Q' }, { NewValue: 3 }, { PropertyChangeKey: 'C0' }, {}]),
+      'Member.jsonl': '{"MemberKey": 1}\n{"MemberKey": "M"}\n',
+    });
+    for (const dir of [d, duplicate, changes, dataDir({ 'Property.jsonl': property, 'Media.jsonl': media([{}, { Order: 'x' }, { X_Local: 3 }]) })]) {
+      const clean = dir !== d && dir !== duplicate;
       const sequential = await loadDataDirectory(dir, { parallel: false, skipBadRecords: true });
       const parallel = await loadDataDirectory(dir, { parallel: true, skipBadRecords: true });
-      // With an orphan the worker's result is discarded and Media loaded again on the main thread.
+      // With an orphan or a duplicate key the worker's result is discarded and Media loaded again on the main thread.
       expect(parallel.report.parallel).toBe(clean);
       expect({ ...parallel.report, parallel: false }).toEqual(sequential.report);
-      for (const t of ['Property', 'Media', 'OpenHouse'] as const) {
+      for (const t of ['Property', 'Media', 'OpenHouse', 'PropertyChange', 'Member', 'EntityEvent'] as const) {
         const rows = (s: typeof sequential) => [...Array(s.table(t).rowCount).keys()].map((r) => s.table(t).record(r, undefined, 0));
         expect(rows(parallel)).toEqual(rows(sequential));
       }

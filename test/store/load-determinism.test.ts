@@ -71,4 +71,19 @@ describe('load determinism', () => {
     }
     expectSameBytes(json, direct, 'EntityEvent from columns');
   });
+
+  it('writes the log from the columns as the JSON records would when the sources are text, and with no event', async () => {
+    // 72,000 distinct sources: Property keeps them as text, and so does the log past 65,535 of them
+    const n = 80_000;
+    const property = Array.from({ length: n }, (_, i) => listing(`L${i}`, { OriginatingSystemName: i % 10 === 0 ? null : `MLS ${i}` }));
+    const media = Array.from({ length: 300 }, (_, i) => ({ MediaKey: `M${i}`, ResourceName: 'Property', ResourceRecordKey: `L${i * 7}`, Order: 1 }));
+    const dir = dataDir({ 'Property.jsonl': jsonl(property), 'Media.jsonl': jsonl(media) });
+    const direct = await load(dir);
+    expect(direct.Property.column('OriginatingSystemName')?.kind).toBe('text');
+    expect(direct.EntityEvent.column('OriginatingSystemName')?.kind).toBe('text');
+    expectSameBytes(await load(dir, { fastPath: false }), direct, 'text sources');
+    const empty = dataDir({ 'Property.jsonl': '' });
+    expect((await load(empty)).EntityEvent.rowCount).toBe(0);
+    expectSameBytes(await load(empty, { fastPath: false }), await load(empty), 'no event');
+  });
 });

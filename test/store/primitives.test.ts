@@ -105,6 +105,29 @@ describe('byte helpers', () => {
     for (let i = 0; i < 20_000; i += 97) expect(index.findString(`K${(i * 7919) % 100_003}-é`)).toBe(i);
     expect(index.findString('K1')).toBe(-1);
   });
+
+  it('builds an index at once whose bytes depend only on the keys, and finds the first duplicate', () => {
+    const keys = Array.from({ length: 20_000 }, (_, i) => `K${(i * 7919) % 100_003}-é`);
+    const store = (list: readonly string[]): TextBuilder => {
+      const text = new TextBuilder(16);
+      list.forEach((k, i) => text.writeString(i, k));
+      return text;
+    };
+    const text = store(keys);
+    const built = ByteIndex.build(text, keys.length);
+    if (!(built instanceof ByteIndex)) throw new Error('no duplicate expected');
+    expect(built.size).toBe(keys.length);
+    for (let i = 0; i < keys.length; i += 97) expect(built.findString(keys[i])).toBe(i);
+    expect(built.findString('K1')).toBe(-1);
+    // the same keys in the same rows give the same table, however often it is built
+    const again = ByteIndex.build(store(keys), keys.length) as ByteIndex;
+    expect(Buffer.from(again.state.table.buffer).equals(Buffer.from(built.state.table.buffer))).toBe(true);
+    // entries added afterwards are found as in any index
+    text.writeString(keys.length, 'new');
+    built.add(keys.length, hashBytes(Buffer.from('new'), 0, 3));
+    expect(built.findString('new')).toBe(keys.length);
+    expect(ByteIndex.build(store([...keys.slice(0, 500), keys[120], ...keys.slice(500, 600), keys[7]]), 602)).toEqual({ first: 120, second: 500 });
+  });
 });
 
 describe('string storage', () => {
