@@ -135,26 +135,52 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
   const names = log.column('ResourceName')!;
   const keys = log.column('ResourceRecordKey')!;
   const written = log.columnOf(ENTITY_EVENT_TIME, 'timestamp');
-  const newest = new Map<string, number>();
+  // The newest event of each record: of a record still there, by its row in the compacted table
+  // (an array per table); of one that is gone, by resource and key in maps sharded by the key's
+  // hash. A single Map holds at most 2^24 entries, and a 1M-listing data set logs 19M records.
+  const there = new Map<ResourceName, Int32Array>();
+  const gone: Array<Map<string, number>> = Array.from({ length: GONE_SHARDS }, () => new Map<string, number>());
   for (let row = 0; row < n; row++) {
-    newest.set(`${String(names.json(row, 0))}\u0000${String(keys.json(row, 0))}`, row);
+    const resource = String(names.json(row, 0));
+    const key = String(keys.json(row, 0));
+    const table = isResourceName(resource) ? tables[resource] : undefined;
+    const at = table === undefined ? -1 : table.rowOfKey(key);
+    if (at >= 0) {
+      let newest = there.get(resource as ResourceName);
+      if (newest === undefined) there.set(resource as ResourceName, (newest = new Int32Array(table!.rowCount)));
+      newest[at] = row + 1; // 0: no event
+    } else gone[shardOf(key)].set(`${resource}\u0000${key}`, row);
     if (row % EVENT_STEP_ROWS === EVENT_STEP_ROWS - 1) yield;
   }
   const keep = newBitmap(n);
   setBit(keep, n - 1);
+  for (const newest of there.values()) {
+    for (let i = 0; i < newest.length; i++) if (newest[i] > 0) setBit(keep, newest[i] - 1);
+    yield;
+  }
   let seen = 0;
-  for (const row of newest.values()) {
-    const resource = names.json(row, 0) as ResourceName;
-    const there = isResourceName(resource) && tables[resource] !== undefined && tables[resource].rowOfKey(String(keys.json(row, 0))) >= 0;
-    const at = written !== undefined && getBit(written.validity, row) ? written.values[row] : -Infinity;
-    if (there || retention.nowMs - at <= retention.retentionMs) setBit(keep, row);
-    if (++seen % EVENT_STEP_ROWS === 0) yield;
+  for (const shard of gone) {
+    for (const row of shard.values()) {
+      const at = written !== undefined && getBit(written.validity, row) ? written.values[row] : -Infinity;
+      if (retention.nowMs - at <= retention.retentionMs) setBit(keep, row);
+      if (++seen % EVENT_STEP_ROWS === 0) yield;
+    }
   }
   const rows: number[] = [];
   yield* each(n, (row) => {
     if (getBit(keep, row)) rows.push(row);
   });
   return Uint32Array.from(rows);
+}
+
+/** Maps of gone records' newest events (a power of two): each stays far under a Map's 2^24 entries. */
+const GONE_SHARDS = 64;
+
+/** A record key's shard among GONE_SHARDS (FNV-1a over its UTF-16 code units). */
+function shardOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) & (GONE_SHARDS - 1);
 }
 
 interface ParentLinkMap {
