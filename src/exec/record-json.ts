@@ -13,11 +13,12 @@
  * stringifies its records as one array: measured on pages of 25 whole listings, keeping every
  * text at once made a first page 38% dearer, against 7x cheaper for a page written again.
  *
- * The texts are bounded in all (about 32 MB: bytes counted, plus a fixed charge per row); past the
- * bound the oldest texts go first, whatever table they belong to.
+ * The texts are bounded in all (about 32 MB: bytes counted, plus a fixed charge per row;
+ * src/util/kept-rows.ts); past the bound the oldest texts go first, whatever table they belong to.
  */
 import type { Table } from '../store/table.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
+import { KeptRows } from '../util/kept-rows.js';
 
 /** One row's text as UTF-8: `head + DaysOnMarket's value + tail`, or all of it in `head` (tail null). */
 interface Entry {
@@ -78,12 +79,12 @@ export class RecordTexts {
   /** The last bytes written per head and tail (insertion order: the oldest first). */
   private readonly pages = new Map<string, PageEntry>();
   private pageSize = 0;
-  /** Entries in the order they were made (FIFO eviction), from `head` on. */
-  private queue: Array<{ rows: Map<number, Entry>; row: number; entry: Entry }> = [];
-  private queueHead = 0;
-  private size = 0;
+  /** The kept entries, bounded in all (FIFO eviction). */
+  private readonly kept: KeptRows<Entry>;
 
-  constructor(private readonly budget: number) {}
+  constructor(budget: number) {
+    this.kept = new KeptRows(budget);
+  }
 
   /**
    * The JSON text of every row of the page, as `JSON.stringify(table.record(row, fields, nowMs))`
@@ -186,7 +187,7 @@ export class RecordTexts {
           entry = this.entryOf(texts, table, fields, row, nowMs);
         } else {
           entry = this.entryOf(texts, table, fields, row, nowMs);
-          this.keep(texts, row, entry);
+          this.kept.keep(texts.rows, row, entry, entry.size);
         }
       }
       out[i] = entry;
@@ -196,7 +197,7 @@ export class RecordTexts {
 
   /** Bytes held (texts and per-row charges). */
   get heldSize(): number {
-    return this.size;
+    return this.kept.heldSize;
   }
 
   private textsOf(table: Table, fields: readonly string[] | undefined): Texts {
@@ -232,32 +233,6 @@ export class RecordTexts {
     const head = Buffer.from(text.slice(0, at), 'utf8');
     const tail = Buffer.from(text.slice(at + 1), 'utf8');
     return { head, tail, size: head.length + tail.length + ROW_CHARGE };
-  }
-
-  private keep(texts: Texts, row: number, entry: Entry): void {
-    texts.rows.set(row, entry);
-    this.queue.push({ rows: texts.rows, row, entry });
-    this.size += entry.size;
-    if (this.size > this.budget) this.evict();
-  }
-
-  /** Drops the oldest texts until a quarter of the budget is free. */
-  private evict(): void {
-    const target = this.budget * 0.75;
-    const q = this.queue;
-    while (this.size > target && this.queueHead < q.length) {
-      const { rows, row, entry } = q[this.queueHead];
-      q[this.queueHead++] = undefined!;
-      // a row evicted and made again has a newer queue slot: only the slot of the entry held counts
-      if (rows.get(row) === entry) {
-        rows.delete(row);
-        this.size -= entry.size;
-      }
-    }
-    if (this.queueHead > q.length / 2) {
-      this.queue = q.slice(this.queueHead);
-      this.queueHead = 0;
-    }
   }
 }
 

@@ -17,9 +17,10 @@
  * A record is kept the second time its row is read through a field list (a small direct-mapped
  * table of the rows last read remembers the first): rows read once, as when paging through a table,
  * cost a slot store more than without the cache. Kept records are bounded in all (about 32 MB,
- * estimated from their strings and fields); past the bound the oldest go first, whatever table they
- * belong to.
+ * estimated from their strings and fields; src/util/kept-rows.ts); past the bound the oldest go first,
+ * whatever table they belong to.
  */
+import { KeptRows } from '../util/kept-rows.js';
 import type { Column, JsonValue } from './columns.js';
 
 export type JsonRecord = Record<string, JsonValue>;
@@ -101,7 +102,7 @@ export class RecordShape {
   }
 
   /** The record of a row, the caller's own (kept records are copied). */
-  record(columns: readonly Column[], row: number, nowMs: number, cache: RecordCache): JsonRecord {
+  record(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): JsonRecord {
     const kept = this.kept.get(row);
     if (kept !== undefined) return this.copy(columns, kept, row, nowMs);
     if (!this.worthKeeping || cache.budget <= 0) return this.build(columns, row, nowMs);
@@ -122,56 +123,5 @@ export class RecordShape {
   }
 }
 
-/** The bound on kept records, across tables and field lists, and their order of keeping. */
-export class RecordCache {
-  /** Kept records in the order they were kept (FIFO eviction), from `head` on. */
-  private queue: Array<{ kept: Map<number, JsonRecord>; row: number; record: JsonRecord; size: number }> = [];
-  private head = 0;
-  private size = 0;
-
-  /** Estimated bytes of kept records beyond which the oldest go; 0 keeps none. */
-  constructor(private bound: number) {}
-
-  get budget(): number {
-    return this.bound;
-  }
-
-  /** A new bound (a lower one drops the oldest records at once). */
-  set budget(bytes: number) {
-    this.bound = bytes;
-    if (this.size > bytes) this.evict();
-  }
-
-  /** Bytes held by kept records (estimated). */
-  get heldSize(): number {
-    return this.size;
-  }
-
-  keep(kept: Map<number, JsonRecord>, row: number, record: JsonRecord, size: number): void {
-    kept.set(row, record);
-    this.queue.push({ kept, row, record, size });
-    this.size += size;
-    if (this.size > this.bound) this.evict();
-  }
-
-  /** Drops the oldest records until a quarter of the budget is free. */
-  private evict(): void {
-    const target = this.bound * 0.75;
-    const q = this.queue;
-    while (this.size > target && this.head < q.length) {
-      const { kept, row, record, size } = q[this.head];
-      q[this.head++] = undefined!;
-      // records of a field list dropped with its table (or a cleared list of builders) are
-      // counted until their turn comes; only the slot of the record held is taken out of its map
-      if (kept.get(row) === record) kept.delete(row);
-      this.size -= size;
-    }
-    if (this.head > q.length / 2) {
-      this.queue = q.slice(this.head);
-      this.head = 0;
-    }
-  }
-}
-
 /** The process's kept records (about 32 MB). */
-export const recordCache = new RecordCache(32 * 1024 * 1024);
+export const recordCache = new KeptRows<JsonRecord>(32 * 1024 * 1024);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RecordCache, recordCache, RecordShape } from '../../src/store/record-cache.js';
+import { recordCache, RecordShape, type JsonRecord } from '../../src/store/record-cache.js';
+import { KeptRows } from '../../src/util/kept-rows.js';
 import { loadRecords } from '../../src/store/load.js';
 import type { Table } from '../../src/store/table.js';
 
@@ -117,7 +118,7 @@ describe('kept records', () => {
 
   it('are kept from the second read of a row, not for cheap field lists, and counted until evicted', () => {
     const table = edgeTable();
-    const cache = new RecordCache(1_000_000);
+    const cache = new KeptRows<JsonRecord>(1_000_000);
     const names = table.schema.fields.map((f) => f.name);
     const shape = new RecordShape(names, table.columns, undefined);
     shape.record(table.columns, 5, NOW, cache);
