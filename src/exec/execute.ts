@@ -72,8 +72,8 @@ interface Compiled {
   /** search.text calls by ordinal, prepared against this generation's views. */
   readonly calls: ReadonlyMap<number, PreparedCall>;
   readonly expansions: Expansions | null;
-  /** The plan's filter and residual compiled once, when they read nothing of one run (see `runIndependent`). */
-  readonly filters: Map<Bound, Evaluator>;
+  /** The plan's filter and residual compiled once when they read nothing of one run (see `runIndependent`); null: compiled per run. */
+  readonly filters: Map<Bound, Evaluator | null>;
 }
 
 const compiledPlans = new WeakMap<Generation, WeakMap<Plan, Compiled>>();
@@ -201,12 +201,13 @@ class QueryRun {
   compileFilter(expr: Bound | null, kept = false): Evaluator | null {
     if (expr === null) return null;
     const { filters, table } = this.compiled;
-    let ev = kept ? filters.get(expr) : undefined;
-    if (ev !== undefined) return ev;
-    if (kept && runIndependent(expr, table)) {
-      ev = compile(expr, { table, nowMs: NaN, searchHit: unreachableTest, geoTest: unreachableTest });
-      filters.set(expr, ev);
-      return ev;
+    if (kept) {
+      let ev = filters.get(expr);
+      if (ev === undefined) {
+        ev = runIndependent(expr, table) ? compile(expr, { table, nowMs: NaN, searchHit: unreachableTest, geoTest: unreachableTest }) : null;
+        filters.set(expr, ev);
+      }
+      if (ev !== null) return ev;
     }
     return compile(expr, {
       table: this.compiled.table,
