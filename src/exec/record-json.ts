@@ -58,7 +58,8 @@ const ROW_CHARGE = 160;
 interface PageEntry {
   readonly texts: Texts;
   readonly rows: Uint32Array;
-  readonly days: readonly string[];
+  /** DaysOnMarket per row as written (NO_DAYS when the field list has none). */
+  readonly days: readonly (number | null)[];
   readonly bytes: Buffer;
 }
 
@@ -66,11 +67,31 @@ interface PageEntry {
 const PAGES_KEPT = 256;
 const PAGE_BYTES_KEPT = 8 * 1024 * 1024;
 
-const NO_DAYS: readonly string[] = [];
+const NO_DAYS: readonly (number | null)[] = [];
 
 function sameItems<T>(a: ArrayLike<T>, b: ArrayLike<T>): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** DaysOnMarket of each of the page's rows as of its clock (NO_DAYS when the field list has none). */
+function daysOf(texts: Texts, source: RecordSource): readonly (number | null)[] {
+  if (texts.dom < 0) return NO_DAYS;
+  const column = source.table.columns[texts.dom];
+  const { rows, nowMs } = source;
+  const days = new Array<number | null>(rows.length);
+  for (let i = 0; i < rows.length; i++) days[i] = column.kind === 'daysOnMarket' ? column.get(rows[i], nowMs) : null;
+  return days;
+}
+
+/** Whether the page's DaysOnMarket values are those written before (rows already compared): no array is made for the check. */
+function sameDays(texts: Texts, source: RecordSource, days: readonly (number | null)[]): boolean {
+  if (texts.dom < 0) return true;
+  const column = source.table.columns[texts.dom];
+  if (column.kind !== 'daysOnMarket') return true; // written as null for every row, as daysOf keeps it
+  const { rows, nowMs } = source;
+  for (let i = 0; i < rows.length; i++) if (column.get(rows[i], nowMs) !== days[i]) return false;
   return true;
 }
 
@@ -106,23 +127,26 @@ export class RecordTexts {
    * `texts` is: the texts copied into one buffer, DaysOnMarket's value written in as of `nowMs`.
    * A page written again as it was last written (the same table segment, field list, rows,
    * DaysOnMarket values, head and tail) gets the very same buffer back: a caller may keep what it
-   * derived from it (the HTTP service its entity tag).
+   * derived from it (the HTTP service its entity tag and compressed forms).
    */
   pageBytes(source: RecordSource, head: string, tail: string): Buffer | null {
     const texts = this.textsOf(source.table, source.fields);
     const { rows } = source;
-    const dom = this.domOf(texts, source);
-    const days = dom === null ? NO_DAYS : Array.from({ length: rows.length }, (_, i) => dom(i));
-    const key = `${head}\u0000${tail}`;
+    // pages of one head and tail (every unselected page of a resource without count or nextLink
+    // has the same) are told apart by their length and first row, so that they do not take turns
+    // in one slot; the rows themselves are compared in full below
+    const key = `${rows.length}\u0000${rows.length === 0 ? '' : rows[0]}\u0000${head}\u0000${tail}`;
     const last = this.pages.get(key);
-    if (last !== undefined && last.texts === texts && sameItems(last.rows, rows) && sameItems(last.days, days)) return last.bytes;
+    if (last !== undefined && last.texts === texts && sameItems(last.rows, rows) && sameDays(texts, source, last.days)) return last.bytes;
     const entries = this.entriesOf(source);
     if (entries === null) return null;
+    const days = daysOf(texts, source);
     let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(0, entries.length - 1);
+    const written = new Array<string>(entries.length);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
       size += entry.head.length;
-      if (entry.tail !== null) size += days[i].length + entry.tail.length;
+      if (entry.tail !== null) size += (written[i] = days[i] === null ? 'null' : String(days[i])).length + entry.tail.length;
     }
     const out = Buffer.allocUnsafe(size);
     let at = out.write(head, 0, 'utf8');
@@ -131,7 +155,7 @@ export class RecordTexts {
       const entry = entries[i];
       at += entry.head.copy(out, at);
       if (entry.tail !== null) {
-        at += out.write(days[i], at, 'latin1');
+        at += out.write(written[i], at, 'latin1');
         at += entry.tail.copy(out, at);
       }
     }

@@ -135,6 +135,31 @@ describe('cached record texts', () => {
     expect(later.built).not.toBe(first.built);
   });
 
+  it('keep two pages of the same head and tail apart, each written again as the same buffer', () => {
+    const head = '{"value":[';
+    const bytesOf = (query: string): Buffer | null => {
+      let page: RecordSource | undefined;
+      engine.query('Property', query, { onPage: (p) => (page = p), plainPagesAsRows: true });
+      return recordTexts.pageBytes(page!, head, ']}');
+    };
+    const a = '$select=ListingKey,DaysOnMarket,ListPrice&$orderby=ListPrice desc,ListingKey&$top=7';
+    const b = '$select=ListingKey,DaysOnMarket,ListPrice&$orderby=ListPrice,ListingKey&$top=7';
+    bytesOf(a);
+    bytesOf(b);
+    const first = [bytesOf(a), bytesOf(b)];
+    for (let round = 0; round < 3; round++) {
+      // taking turns, neither evicts the other
+      expect(bytesOf(a)).toBe(first[0]);
+      expect(bytesOf(b)).toBe(first[1]);
+    }
+    expect(first[0]!.toString()).toBe(`${head}${stringified(engine.query('Property', a)).join(',')}]}`);
+    expect(first[1]!.toString()).toBe(`${head}${stringified(engine.query('Property', b)).join(',')}]}`);
+    ms += DAY;
+    const later = bytesOf(a);
+    expect(later).not.toBe(first[0]);
+    expect(later!.toString()).toBe(`${head}${stringified(engine.query('Property', a)).join(',')}]}`);
+  });
+
   it('stay within their bound, the oldest dropped first, and stay exact', () => {
     const small = new RecordTexts(40_000);
     const table = engine.store.Property;
