@@ -62,6 +62,7 @@ import { encodeResponse } from './encoding.js';
 import { HealthRoutes, type StatusSources } from './health.js';
 import { Cors, type CorsOptions } from './cors.js';
 import { withValidators } from './etag.js';
+import { KeptBodies } from './kept-bodies.js';
 import { Metrics, routeOf, type MetricsOptions, type RequestFacts } from './metrics.js';
 import { accessLogger, isLogger, logAccess, logDefect, optionNamesOf, requestIdOf, type AccessLogOptions } from './log.js';
 import { openApiResponse } from './openapi.js';
@@ -193,6 +194,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const loginQueue = new Map<string, Promise<unknown>>();
   let metadata: { schemas: Schemas; xml: Map<ODataVersion, string> } | null = null;
   const health = new HealthRoutes(engine, options.status ?? {}, clock);
+  const bodies = new KeptBodies();
   const explorer = createExplorer(engine);
 
   async function token(request: ServiceRequest): Promise<ServiceResponse> {
@@ -575,6 +577,7 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     const session = authenticate(request);
     facts.account = session.username;
+    facts.sources = session.sources;
 
     const read = (allow = READ_METHODS): void => {
       const methods = allow.split(', ');
@@ -644,7 +647,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const service: ServiceHandler = async (request) => {
     const started = performance.now();
     const requestId = requestIdOf(request);
-    const facts: RequestFacts = { account: null, plan: null, rows: null, scanned: null, errorCode: null };
+    const facts: RequestFacts = { account: null, sources: null, plan: null, rows: null, scanned: null, errorCode: null };
     const negotiated = negotiate(request);
     let response = cors?.preflight(request) ?? null;
     if (response === null) {
@@ -655,6 +658,7 @@ export function createHandler(options: HandlerOptions): Handler {
         facts.errorCode = error instanceof QueryError ? error.code : 'InternalError';
       }
     }
+    if (facts.sources !== null) response = keptBody(request, response, facts.sources, negotiated.version);
     response.headers['OData-Version'] = negotiated.version;
     response.headers['X-Request-Id'] = requestId;
     response = await encodeResponse(withValidators(request, response, negotiated.version), request.header('accept-encoding'), request.method);
@@ -683,6 +687,18 @@ export function createHandler(options: HandlerOptions): Handler {
       }
     });
   };
+
+  /**
+   * A successful read's one-buffer body as the very buffer sent last for the same request when the
+   * bytes are the same (kept-bodies.ts), so that its entity tag and compressed forms are reused.
+   */
+  function keptBody(request: ServiceRequest, response: ServiceResponse, sources: readonly string[], version: ODataVersion): ServiceResponse {
+    const body = response.body;
+    if (response.status !== 200 || !Buffer.isBuffer(body) || (request.method !== 'GET' && request.method !== 'HEAD')) return response;
+    const key = `${version}\u0000${sourcesKeyOf(sources)}\u0000${publicBase ?? request.origin}\u0000${request.header('prefer') ?? ''}\u0000${request.path}?${request.rawQuery}`;
+    const kept = bodies.same(key, body);
+    return kept === body ? response : { status: 200, headers: response.headers, body: kept };
+  }
 
   /** The response of an error: its coded answer, or for a defect a 500 naming the request id it was reported under. */
   function failure(error: unknown, requestId: string): ServiceResponse {
@@ -779,6 +795,15 @@ function memberOf(body: unknown, name: string): unknown[] | undefined {
 
 function summaryResponse(s: ChangeSummary): ServiceResponse {
   return jsonResponse(200, { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound });
+}
+
+/** The sources of a session as one key (a session's sources are one array for its life). */
+const sourcesKeys = new WeakMap<readonly string[], string>();
+
+function sourcesKeyOf(sources: readonly string[]): string {
+  let key = sourcesKeys.get(sources);
+  if (key === undefined) sourcesKeys.set(sources, (key = sources.join('\u0000')));
+  return key;
 }
 
 /** The schemas $metadata describes; a new table (an upsert that adds a field) means new XML. */

@@ -74,6 +74,8 @@ export function isLoopback(address: string | undefined): boolean {
 /** What the handler learned of one request besides its path and status. */
 export interface RequestFacts {
   account: string | null;
+  /** The sources of the account's session, once authenticated: its answers are scoped to them. */
+  sources: readonly string[] | null;
   plan: string | null;
   rows: number | null;
   /** Rows the engine tested one by one for the query (null: not a query, or a backend that does not count). */
