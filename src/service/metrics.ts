@@ -97,6 +97,8 @@ export class Metrics {
   private readonly loginFailures: Counter;
   private readonly throttled: Counter<'kind'>;
   private readonly token: Buffer | null;
+  /** What `observe` has counted and prom-client has not been told yet (see Tally). */
+  private readonly tally: Tally;
 
   constructor(
     options: Exclude<MetricsOptions, false>,
@@ -109,11 +111,14 @@ export class Metrics {
     }
     this.token = options.token === undefined ? null : Buffer.from(options.token);
     const registers = [this.registry];
+    // every per-request metric hands over what was counted before it is read (the tally is made below)
+    const flush = (): void => this.tally.flush();
     this.requests = new Counter({
       name: 'reso_http_requests_total',
       help: 'HTTP requests answered, by route, resource, method and status.',
       labelNames: ['route', 'resource', 'method', 'status'],
       registers,
+      collect: flush,
     });
     this.duration = new Histogram({
       name: 'reso_http_request_duration_seconds',
@@ -121,30 +126,35 @@ export class Metrics {
       labelNames: ['route', 'resource', 'status'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
+      collect: flush,
     });
     this.bytes = new Counter({
       name: 'reso_http_response_bytes_total',
       help: 'Response body bytes sent (after compression), by route.',
       labelNames: ['route'],
       registers,
+      collect: flush,
     });
     this.plans = new Counter({
       name: 'reso_query_plans_total',
       help: "Queries planned, by resource and the plan's access path (scan, range, search, geo, lookup, text, children).",
       labelNames: ['resource', 'access'],
       registers,
+      collect: flush,
     });
     this.rows = new Counter({
       name: 'reso_query_rows_returned_total',
       help: 'Records returned in query pages, by resource.',
       labelNames: ['resource'],
       registers,
+      collect: flush,
     });
     this.scanned = new Counter({
       name: 'reso_query_rows_scanned_total',
       help: 'Rows queries tested one by one (filters and visibility over candidate rows; bitset and index arithmetic is not counted), by resource.',
       labelNames: ['resource'],
       registers,
+      collect: flush,
     });
     this.loginFailures = new Counter({ name: 'reso_login_failures_total', help: 'POST /v1/token with a wrong username or password.', registers });
     this.throttled = new Counter({
@@ -153,6 +163,7 @@ export class Metrics {
       labelNames: ['kind'],
       registers,
     });
+    this.tally = new Tally(this.requests, this.duration, this.bytes, this.plans, this.rows, this.scanned);
     new Gauge({
       name: 'reso_engine_generation',
       help: "The in-memory engine's newest generation (0 as loaded, one more per change).",
@@ -232,14 +243,14 @@ export class Metrics {
 
   /** Counts one answered request. */
   observe(name: RouteName, method: string, status: number, seconds: number, bytes: number, facts: RequestFacts): void {
-    const resource = name.resource ?? '';
-    const code = String(status);
-    this.requests.inc({ route: name.route, resource, method: METHODS.has(method) ? method : 'other', status: code });
-    this.duration.observe({ route: name.route, resource, status: code }, seconds);
-    if (bytes > 0) this.bytes.inc({ route: name.route }, bytes);
-    if (facts.plan !== null) this.plans.inc({ resource, access: facts.plan });
-    if (facts.rows !== null && facts.rows > 0) this.rows.inc({ resource }, facts.rows);
-    if (facts.scanned !== null && facts.scanned > 0) this.scanned.inc({ resource }, facts.scanned);
+    const tally = this.tally;
+    const series = tally.seriesOf(name, METHODS.has(method) ? method : 'other', status);
+    tally.count(tally.requests, series.requests, 1);
+    tally.time(series.duration, seconds);
+    if (bytes > 0) tally.count(tally.bytes, series.bytes, bytes);
+    if (facts.plan !== null) tally.count(tally.plans, series.plan(facts.plan), 1);
+    if (facts.rows !== null && facts.rows > 0) tally.count(tally.rows, series.rows, facts.rows);
+    if (facts.scanned !== null && facts.scanned > 0) tally.count(tally.scanned, series.scanned, facts.scanned);
     if (facts.errorCode === 'InvalidCredentials') this.loginFailures.inc();
     else if (facts.errorCode === 'TooManyLoginAttempts') this.throttled.inc({ kind: 'login' });
     else if (facts.errorCode === 'RateLimited') this.throttled.inc({ kind: 'rate' });
@@ -262,5 +273,157 @@ export class Metrics {
       throw new ServiceError('Forbidden', '/metrics answers clients on this host only (or, when the server has a metrics token, clients that send it).');
     }
     return textResponse(200, await this.registry.metrics(), this.registry.contentType, { 'Cache-Control': 'no-store' });
+  }
+}
+
+type Labels = Partial<Record<string, string>>;
+
+/** A count of one label set of a counter, not yet handed to prom-client. */
+interface PendingCount {
+  readonly labels: Labels;
+  value: number;
+  /** Whether the label set is in its counter's list (from its first increment on). */
+  listed: boolean;
+}
+
+/** Durations of one label set of the histogram, in the order observed, not yet handed to prom-client. */
+interface PendingTimes {
+  readonly labels: Labels;
+  readonly values: number[];
+  listed: boolean;
+}
+
+/** A counter and the label sets counted since it was last read, in the order of their first increment. */
+interface CounterTally {
+  readonly counter: Counter<string>;
+  readonly pending: PendingCount[];
+}
+
+/** The label sets of one route, resource, method and status: made once, then found by one lookup per request. */
+interface Series {
+  readonly requests: PendingCount;
+  readonly duration: PendingTimes;
+  readonly bytes: PendingCount;
+  readonly rows: PendingCount;
+  readonly scanned: PendingCount;
+  plan(access: string): PendingCount;
+}
+
+/** Durations held before they are handed over without waiting for a read: the tally's memory stays bounded between scrapes. */
+const MAX_PENDING_TIMES = 1024;
+
+/**
+ * What `observe` counted, summed per label set and handed to prom-client only when the metrics are
+ * read (each per-request metric's `collect`), or when many durations are waiting. prom-client hashes
+ * the labels of every call (a string built and looked up per metric per request), which was a
+ * tenth of the service's own work on a small answer; here a request costs one lookup of its route,
+ * resource, method and status. What prom-client holds when read is what it would hold had it been
+ * told each request: counts are integers (their sums do not depend on the order), durations are
+ * handed over one by one in the order observed per label set, and label sets reach each metric in
+ * the order of their first increment, as its text lists them.
+ */
+class Tally {
+  readonly requests: CounterTally;
+  readonly bytes: CounterTally;
+  readonly plans: CounterTally;
+  readonly rows: CounterTally;
+  readonly scanned: CounterTally;
+  private readonly times: PendingTimes[] = [];
+  private timesHeld = 0;
+  private readonly series = new Map<string, Series>();
+  /** Label sets shared by several series (bytes by route; rows, scanned and plans by resource), by their metric's own key. */
+  private readonly shared = new Map<string, PendingCount>();
+
+  constructor(
+    requests: Counter<string>,
+    private readonly duration: Histogram<string>,
+    bytes: Counter<string>,
+    plans: Counter<string>,
+    rows: Counter<string>,
+    scanned: Counter<string>,
+  ) {
+    this.requests = { counter: requests, pending: [] };
+    this.bytes = { counter: bytes, pending: [] };
+    this.plans = { counter: plans, pending: [] };
+    this.rows = { counter: rows, pending: [] };
+    this.scanned = { counter: scanned, pending: [] };
+  }
+
+  seriesOf(name: RouteName, method: string, status: number): Series {
+    const key = `${name.route}\u0000${name.resource ?? ''}\u0000${method}\u0000${status}`;
+    let series = this.series.get(key);
+    if (series === undefined) this.series.set(key, (series = this.makeSeries(name.route, name.resource ?? '', method, String(status))));
+    return series;
+  }
+
+  count(tally: CounterTally, pending: PendingCount, n: number): void {
+    if (!pending.listed) {
+      pending.listed = true;
+      tally.pending.push(pending);
+    }
+    pending.value += n;
+  }
+
+  time(pending: PendingTimes, seconds: number): void {
+    if (!pending.listed) {
+      pending.listed = true;
+      this.times.push(pending);
+    }
+    pending.values.push(seconds);
+    if (++this.timesHeld >= MAX_PENDING_TIMES) this.flushTimes();
+  }
+
+  /** Hands everything counted to prom-client. */
+  flush(): void {
+    for (const tally of [this.requests, this.bytes, this.plans, this.rows, this.scanned]) {
+      for (const p of tally.pending) {
+        if (p.value !== 0) tally.counter.inc(p.labels, p.value);
+        p.value = 0;
+        p.listed = false;
+      }
+      tally.pending.length = 0;
+    }
+    this.flushTimes();
+  }
+
+  private flushTimes(): void {
+    for (const p of this.times) {
+      for (const v of p.values) this.duration.observe(p.labels, v);
+      p.values.length = 0;
+      p.listed = false;
+    }
+    this.times.length = 0;
+    this.timesHeld = 0;
+  }
+
+  private makeSeries(route: string, resource: string, method: string, status: string): Series {
+    const pendingOf = (key: string, labels: Labels): PendingCount => {
+      let p = this.shared.get(key);
+      if (p === undefined) this.shared.set(key, (p = { labels, value: 0, listed: false }));
+      return p;
+    };
+    const plans = new Map<string, PendingCount>();
+    return {
+      requests: { labels: { route, resource, method, status }, value: 0, listed: false },
+      duration: this.timesOf(route, resource, status),
+      bytes: pendingOf(`bytes\u0000${route}`, { route }),
+      rows: pendingOf(`rows\u0000${resource}`, { resource }),
+      scanned: pendingOf(`scanned\u0000${resource}`, { resource }),
+      plan(access) {
+        let p = plans.get(access);
+        if (p === undefined) plans.set(access, (p = pendingOf(`plan\u0000${resource}\u0000${access}`, { resource, access })));
+        return p;
+      },
+    };
+  }
+
+  /** The durations of a route, resource and status (shared by the series of every method). */
+  private readonly timesByKey = new Map<string, PendingTimes>();
+
+  private timesOf(route: string, resource: string, status: string): PendingTimes {
+    const key = `${route}\u0000${resource}\u0000${status}`;
+    let p = this.timesByKey.get(key);
+    if (p === undefined) this.timesByKey.set(key, (p = { labels: { route, resource, status }, values: [], listed: false }));
+    return p;
   }
 }
