@@ -63,6 +63,28 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('metrics-secret');
   });
 
+  it('counts every request between reads and across them, durations included (past what is held between reads)', async () => {
+    const { handler } = await makeHandler({ metrics: { token: 'metrics-secret' } });
+    const token = await login(handler);
+    const read = async (): Promise<string> => (await call(handler, '/metrics', { headers: { authorization: 'Bearer metrics-secret' } })).text;
+    const value = (text: string, series: string): number =>
+      Number(new RegExp(`^${series.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const requests = 'reso_http_requests_total{route="count",resource="Property",method="GET",status="200"}';
+    const heads = 'reso_http_requests_total{route="count",resource="Property",method="HEAD",status="200"}';
+    const times = 'reso_http_request_duration_seconds_count{route="count",resource="Property",status="200"}';
+    const bytes = 'reso_http_response_bytes_total{route="count"}';
+    const size = Buffer.byteLength((await call(handler, '/v1/listings/data/Property/$count', { token })).text);
+    const first = await read();
+    expect([value(first, requests), value(first, times), value(first, bytes)]).toEqual([1, 1, size]);
+    for (let i = 0; i < 1100; i++) await call(handler, '/v1/listings/data/Property/$count', { token, method: i % 10 === 0 ? 'HEAD' : 'GET' });
+    const second = await read();
+    expect([value(second, requests), value(second, heads), value(second, times)]).toEqual([991, 110, 1101]);
+    expect(value(second, bytes)).toBe(991 * size); // a HEAD sends no body
+    expect(value(second, 'reso_http_request_duration_seconds_bucket{le="+Inf",route="count",resource="Property",status="200"}')).toBe(1101);
+    expect(value(second, 'reso_http_request_duration_seconds_sum{route="count",resource="Property",status="200"}')).toBeGreaterThan(0);
+    expect(value(await read(), requests)).toBe(991); // a read counts nothing twice
+  });
+
   it('counts compactions and the seconds they took', async () => {
     const engine = await Engine.open({ now: () => new Date(NOW) });
     const { handler } = await makeHandler({ engine, metrics: { token: 'metrics-secret' } });
