@@ -4,7 +4,7 @@
  */
 import { COMPACT_FRACTION } from './live/compactor.js';
 import type { ODataVersion, RecordSource } from './exec/page.js';
-import { RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, type ResultCacheOptions } from './exec/result-cache.js';
+import { RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, type ResultCacheOptions } from './exec/execute.js';
 import type { NavigationRequest } from './plan/planner.js';
 import type { Plan } from './plan/plan.js';
 import type { LoadProgress, RecordsInput } from './store/load.js';

@@ -38,6 +38,7 @@ import { NavigationRows } from './navigate.js';
 import { keyLowerBound, lookupWalk, walkLookupPage, walkOrder } from './walk.js';
 
 export { constantValue } from './compile.js';
+export { RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, ResultCache, type ResultCacheOptions } from './result-cache.js';
 
 /** What one query brings to the executor besides its plan. */
 export interface ExecContext {
