@@ -17,13 +17,10 @@ import { generatedFilter } from './filter-cases.js';
 
 type Rec = Record<string, unknown>;
 const DAY = 86_400_000;
-const read = (file: string): Rec[] =>
-  readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Rec);
-const records = read('Property.jsonl');
-const withMedia = [...new Set(read('Media.jsonl').map((m) => m.ResourceRecordKey as string))].slice(0, 40);
+const linesOf = (file: string): string[] => readFileSync(path.join(DEFAULT_DATA_DIR, file), 'utf8').trim().split('\n');
+const records = linesOf('Property.jsonl').map((l) => JSON.parse(l) as Rec);
+/** Listings with Media (navigation paths). */
+const withMedia = [...new Set(linesOf('Media.jsonl').map((l) => /"ResourceRecordKey":"([^"]+)"/.exec(l)![1]))].slice(0, 40);
 
 /** One clock for every engine of a test: moved between asks, so an answer that read it cannot be kept. */
 let clockMs = Date.parse('2025-06-01T00:00:00Z');
