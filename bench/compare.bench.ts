@@ -8,7 +8,9 @@
  * the same order for sorted families, the same set for Q7, the same count and groups for Q9 and Q5,
  * and recall@k against textbook BM25 for ranked families (a key counts when its textbook score
  * reaches the k-th score, so ties may fall either way). A fast wrong answer is not a win: the ratio
- * column compares reso-engine with the fastest *correct* peer.
+ * column compares reso-engine with the fastest *correct* peer. Each family repeats one query, so
+ * reso-engine runs with its result cache off (bench/compare/peers/reso-engine.ts): the figures are
+ * of execution, not of a kept answer.
  *
  * Options: `--only Q4` (families; `--only L` loads only), `--peers sqlite,naive` (reso-engine and
  * the naive reference always run), `--load-timeout 420` (seconds; a peer still loading by then is

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine } from '../src/engine.js';
+import { Engine, type EngineOpenOptions } from '../src/engine.js';
 import { generateDataset } from '../src/generate/dataset.js';
 
 export const BENCH_SEED = 'bench';
@@ -30,10 +30,14 @@ export function benchDataset(size: number, log: (line: string) => void, seed = B
   return dir;
 }
 
-/** The bench data set of `size` listings loaded into an engine at the bench clock, with its label ('100k'). */
-export async function loadedBenchEngine(size: number, log: (line: string) => void): Promise<{ engine: Engine; label: string }> {
+/** The bench data set of `size` listings loaded into an engine at the bench clock, with its label ('100k'); `options` as Engine.open takes them. */
+export async function loadedBenchEngine(
+  size: number,
+  log: (line: string) => void,
+  options: Pick<EngineOpenOptions, 'resultCache'> = {},
+): Promise<{ engine: Engine; label: string }> {
   const dir = benchDataset(size, log);
   log(`loading ${size.toLocaleString('en-US')} listings`);
-  const engine = await Engine.open({ data: dir, now: () => new Date('2025-06-01T00:00:00Z') });
+  const engine = await Engine.open({ data: dir, now: () => new Date('2025-06-01T00:00:00Z'), ...options });
   return { engine, label: `${size / 1000}k` };
 }

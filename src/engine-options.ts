@@ -4,6 +4,7 @@
  */
 import { COMPACT_FRACTION } from './live/compactor.js';
 import type { ODataVersion, RecordSource } from './exec/page.js';
+import { RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, type ResultCacheOptions } from './exec/execute.js';
 import type { NavigationRequest } from './plan/planner.js';
 import type { Plan } from './plan/plan.js';
 import type { LoadProgress, RecordsInput } from './store/load.js';
@@ -37,6 +38,15 @@ export interface EngineOpenOptions {
   readonly now?: () => Date;
   /** Skip bad data lines (and report them) instead of failing the load (no effect with `snapshot`). */
   readonly skipBadRecords?: boolean;
+  /**
+   * The result cache: what a repeated query produced on the newest generation (its page's rows in
+   * order, the count, an $apply page's result rows) kept for its next run by callers of the same
+   * sources, so that only the records are built again (src/exec/result-cache.ts). Never kept for a
+   * query whose filter, order or grouping reads the clock (now(), DaysOnMarket); dropped as a newer
+   * generation is read. Default on, `{ maxEntries: 1024, maxRows: 262144 }` (rows: page row ids
+   * and $apply result rows held in all); false, or 0 for either bound, turns it off.
+   */
+  readonly resultCache?: false | ResultCacheOptions;
   /** Called as a data directory's files are read (about every MiB) or a snapshot's bytes (every chunk): for a progress display. */
   readonly onProgress?: (progress: OpenProgress) => void;
 }
@@ -91,12 +101,14 @@ export function queryText(query: QueryInput): string {
         .join('&');
 }
 
-/** The clock and paging and compaction settings of EngineOpenOptions, checked (a TypeError names a bad one). */
+/** The clock, paging, compaction and result cache settings of EngineOpenOptions, checked (a TypeError names a bad one). */
 export function checkOpenOptions(options: EngineOpenOptions): {
   clock: () => number;
   ttl: number | undefined;
   fraction: number | false;
   retention: number | undefined;
+  /** The result cache's bounds, or null when it is off. */
+  results: { maxEntries: number; maxRows: number } | null;
 } {
   const now = options.now;
   const clock = now ? () => now().getTime() : () => Date.now();
@@ -111,5 +123,20 @@ export function checkOpenOptions(options: EngineOpenOptions): {
   if (retention !== undefined && !(typeof retention === 'number' && retention >= 0)) {
     throw new TypeError('Engine.open: eventRetentionMs must be a number of milliseconds, 0 or more.');
   }
-  return { clock, ttl, fraction: fraction ?? COMPACT_FRACTION, retention };
+  return { clock, ttl, fraction: fraction ?? COMPACT_FRACTION, retention, results: resultCacheOf(options.resultCache) };
+}
+
+function resultCacheOf(option: EngineOpenOptions['resultCache']): { maxEntries: number; maxRows: number } | null {
+  if (option === false) return null;
+  if (option !== undefined && (typeof option !== 'object' || option === null)) {
+    throw new TypeError('Engine.open: resultCache must be false or { maxEntries, maxRows }.');
+  }
+  const bound = (v: unknown, fallback: number, name: string): number => {
+    if (v === undefined) return fallback;
+    if (!(typeof v === 'number' && Number.isInteger(v) && v >= 0)) throw new TypeError(`Engine.open: resultCache.${name} must be a whole number, 0 or more.`);
+    return v;
+  };
+  const maxEntries = bound(option?.maxEntries, RESULT_CACHE_ENTRIES, 'maxEntries');
+  const maxRows = bound(option?.maxRows, RESULT_CACHE_ROWS, 'maxRows');
+  return maxEntries === 0 || maxRows === 0 ? null : { maxEntries, maxRows };
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildStoreIndexes, StoreAccess, type StoreIndexes } from './access/access.js';
 import type { Generation } from './access/generation.js';
-import { execute, executeRecord } from './exec/execute.js';
+import { execute, executeRecord, RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, ResultCache } from './exec/execute.js';
 import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
 import { actualCounts, statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
@@ -44,7 +44,17 @@ import type { Store } from './store/store.js';
 import type { Table } from './store/table.js';
 import { PostgresEngine, type PostgresOpenOptions, type PostgresOptions } from './pg/engine.js';
 
-export { COMPACT_FRACTION, DEFAULT_PAGE_SIZE, EVENT_RETENTION_MS, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS, PLAN_CACHE_SIZE, TOP_LIMITS };
+export {
+  COMPACT_FRACTION,
+  DEFAULT_PAGE_SIZE,
+  EVENT_RETENTION_MS,
+  MAX_PINNED_GENERATIONS,
+  PAGE_SNAPSHOT_TTL_MS,
+  PLAN_CACHE_SIZE,
+  RESULT_CACHE_ENTRIES,
+  RESULT_CACHE_ROWS,
+  TOP_LIMITS,
+};
 export type { ExpansionName as NavigationName, NavigationRequest, ODataVersion, Plan, QueryResource, QueryResult };
 /** Property's navigation properties and the resource each leads to (`$expand` and navigation paths). */
 export const NAVIGATION_PROPERTIES = EXPANSIONS;
@@ -71,6 +81,8 @@ export class Engine {
   private readonly writer: ChangeWriter;
   private readonly compactor: Compactor;
   private readonly plans = new PlanCache();
+  /** Results of repeated queries on the newest generation (src/exec/result-cache.ts), or null when off. */
+  private readonly results: ResultCache | null;
   /** The newest generation and the $skiptoken of its nextLinks, made once per generation. */
   private current: { readonly gen: Generation; readonly token: string } | null = null;
 
@@ -82,7 +94,9 @@ export class Engine {
     compactFraction?: number | false,
     firstVersions?: ReadonlyMap<string, number>,
     eventRetentionMs = EVENT_RETENTION_MS,
+    results: { maxEntries: number; maxRows: number } | null = null,
   ) {
+    this.results = results === null ? null : new ResultCache(results.maxEntries, results.maxRows);
     this.generations = new Generations({ id: 0, store, access: new StoreAccess(store, indexes) }, clock, pageTtl);
     this.writer = new ChangeWriter(clock, () => this.generations.nextId(), firstVersions);
     this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock });
@@ -96,14 +110,14 @@ export class Engine {
       if ('snapshot' in options) throw new TypeError('Engine.open takes either postgres or snapshot, not both: a snapshot is an in-memory engine.');
       return PostgresEngine.open(options);
     }
-    const { clock, ttl, fraction, retention } = checkOpenOptions(options);
+    const { clock, ttl, fraction, retention, results } = checkOpenOptions(options);
     if (options.snapshot !== undefined) {
       if (options.data !== undefined) throw new TypeError('Engine.open takes either data or snapshot, not both: a snapshot holds its own data set.');
       if (typeof options.snapshot !== 'string') throw new TypeError('Engine.open: snapshot must be the path of a snapshot file.');
       const progress = options.onProgress;
       const onBytes = progress === undefined ? undefined : (bytesRead: number, bytesTotal: number) => progress({ kind: 'snapshot', bytesRead, bytesTotal });
       const { store, indexes, firstVersions } = readEngineSnapshot(options.snapshot, clock, onBytes);
-      return new Engine(store, clock, indexes, ttl, fraction, firstVersions, retention);
+      return new Engine(store, clock, indexes, ttl, fraction, firstVersions, retention, results);
     }
     const data = options.data ?? DEFAULT_DATA_DIR;
     const progress = options.onProgress;
@@ -117,7 +131,7 @@ export class Engine {
       onListings: (property: Table) => (indexes = buildStoreIndexes(property)),
     };
     const store = typeof data === 'string' ? await loadDataDirectory(data, load) : loadRecords(data, load);
-    return new Engine(store, clock, indexes, ttl, fraction, undefined, retention);
+    return new Engine(store, clock, indexes, ttl, fraction, undefined, retention, results);
   }
 
   /** The newest generation with its $skiptoken (what forQuery gives for a text without one). */
@@ -303,18 +317,24 @@ export class Engine {
     options.onPlan?.(plan);
     const sources = options.sources;
     const stats = options.onExecuted === undefined ? undefined : { rowsScanned: 0 };
-    const result = execute(plan, gen, {
-      stats,
-      visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
-      visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
-      sources,
-      nowMs: this.clock(),
-      token,
-      base: options.base ?? '',
-      version: options.odataVersion,
-      onPage: options.onPage,
-      plainPagesAsRows: options.plainPagesAsRows,
-    });
+    const result = execute(
+      plan,
+      gen,
+      {
+        stats,
+        visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
+        visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+        sources,
+        nowMs: this.clock(),
+        token,
+        base: options.base ?? '',
+        version: options.odataVersion,
+        onPage: options.onPage,
+        plainPagesAsRows: options.plainPagesAsRows,
+      },
+      // only the newest generation's results are kept: a nextLink's older one runs as it always did
+      gen === this.gen ? this.results : null,
+    );
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     if (stats !== undefined) options.onExecuted!(stats);
     return result;

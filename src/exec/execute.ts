@@ -21,15 +21,16 @@ import { rankSearch } from '../search/ranked.js';
 import type { JsonValue } from '../store/columns.js';
 import type { Table } from '../store/table.js';
 import { getBit } from '../util/bits.js';
-import { runApply, type ApplyResult } from './aggregate.js';
+import { runApply } from './aggregate.js';
 import { compile, type Evaluator } from './compile.js';
 import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
-import { respond, type ODataVersion, type PageContext, type QueryResult } from './page.js';
+import { respond, respondPage, type Counter, type ODataVersion, type PageContext, type Projector, type QueryResult } from './page.js';
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
+import { copyJson, sourcesKey, type ResultCache, type RunResult } from './result-cache.js';
 import { collectScan } from './scan.js';
 import { collectSearch, SearchResults, type PreparedCall } from './search.js';
 import { collectText } from './text.js';
@@ -37,6 +38,7 @@ import { NavigationRows } from './navigate.js';
 import { keyLowerBound, lookupWalk, walkLookupPage, walkOrder } from './walk.js';
 
 export { constantValue } from './compile.js';
+export { RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, ResultCache, type ResultCacheOptions } from './result-cache.js';
 
 /** What one query brings to the executor besides its plan. */
 export interface ExecContext {
@@ -74,6 +76,8 @@ interface Compiled {
   readonly expansions: Expansions | null;
   /** The plan's filter and residual compiled once when they read nothing of one run (see `runIndependent`); null: compiled per run. */
   readonly filters: Map<Bound, Evaluator | null>;
+  /** Whether the plan's answer may come from the result cache (`resultsCacheable`), decided on first use. */
+  cacheable?: boolean;
 }
 
 const compiledPlans = new WeakMap<Generation, WeakMap<Plan, Compiled>>();
@@ -97,31 +101,96 @@ function compiledOf(plan: Plan, gen: Generation): Compiled {
  * DaysOnMarket), no search.text membership and no geo test, which a run computes for itself.
  */
 function runIndependent(expr: Bound, table: Table): boolean {
+  return !readsOfRun(expr, table, true);
+}
+
+/** Whether an expression reads the clock (now(), DaysOnMarket), or with `searchAndGeo` a search.text or geo test. */
+function readsOfRun(expr: Bound, table: Table, searchAndGeo: boolean): boolean {
   const stack: Bound[] = [expr];
   while (stack.length) {
     const e = stack.pop()!;
-    if (e.kind === 'search' || e.kind === 'geo' || (e.kind === 'call' && e.fn === 'now')) return false;
-    if (e.kind === 'field' && table.column(e.field.name)?.kind === 'daysOnMarket') return false;
+    if (searchAndGeo && (e.kind === 'search' || e.kind === 'geo')) return true;
+    if ((e.kind === 'call' && e.fn === 'now') || (e.kind === 'field' && readsClock(table, e.field.name))) return true;
     stack.push(...operandsOf(e));
   }
-  return true;
+  return false;
 }
+
+const readsClock = (table: Table, field: string): boolean => table.column(field)?.kind === 'daysOnMarket';
 
 function unreachableTest(): never {
   throw new Error('a run-independent filter asked for a search or geo test');
 }
 
-export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryResult {
+/**
+ * Runs a plan on a generation. With a result cache (the engine gives one for runs on its newest
+ * generation), a plan whose answer reads nothing of one run is answered from what an earlier run
+ * for the same sources kept (src/exec/result-cache.ts); its records are built for this run.
+ */
+export function execute(plan: Plan, gen: Generation, ctx: ExecContext, results: ResultCache | null = null): QueryResult {
   const compiled = compiledOf(plan, gen);
+  if (results === null || !(compiled.cacheable ??= resultsCacheable(plan, compiled.table))) {
+    const { ordered, count, records } = outcomeOf(plan, gen, compiled, ctx);
+    return respond(plan, ctx, ordered, count, records);
+  }
+  const sources = sourcesKey(ctx.sources);
+  let kept = results.get(plan, gen.id, sources);
+  if (kept === undefined) {
+    kept = runResultOf(plan, outcomeOf(plan, gen, compiled, ctx));
+    results.set(plan, gen.id, sources, kept);
+  }
+  const groups = kept.groups;
+  const records: Projector =
+    groups !== null
+      ? { record: (i) => copyJson(groups[i]) as Record<string, JsonValue> }
+      : plan.access.kind === 'children'
+        ? childRecords(plan, compiled.table, ctx)
+        : new QueryRun(plan, gen, compiled, ctx);
+  return respondPage(plan, ctx, kept.page, kept.more, kept.count, records);
+}
+
+/**
+ * Whether a plan's answer (rows, order, count, groups) reads nothing of one run but the caller's
+ * sources: no clock in its filter, order or grouping (now(), DaysOnMarket). search.text and geo
+ * depend only on the generation. DaysOnMarket in $select or an expansion is fine: records are
+ * built per run.
+ */
+function resultsCacheable(plan: Plan, table: Table): boolean {
+  if (plan.filter !== null && readsOfRun(plan.filter, table, false)) return false;
+  if (plan.order.some((k) => k.kind === 'expr' && readsOfRun(k.expr, table, false))) return false;
+  const g = plan.grouping;
+  return g === null || !(g.groupBy.some((f) => readsClock(table, f.name)) || g.aggregates.some((a) => a.field !== null && readsClock(table, a.field.name)));
+}
+
+/** What a run kept for the next: the page cut from the ordered results, the count if asked, an $apply page's result rows. */
+function runResultOf(plan: Plan, { ordered, count, records }: Outcome): RunResult {
+  const { skip, rows, top } = plan.page;
+  const more = ordered.length > skip + rows && (top === undefined || rows < top);
+  const page = ordered.slice(skip, skip + rows);
+  const counted = !plan.count ? -1 : typeof count === 'number' ? count : count.count();
+  if (plan.grouping === null) return { page, more, count: counted, groups: null };
+  const groups = Array.from(page, (g) => records.record(g));
+  return { page: Uint32Array.from(groups, (_, i) => i), more, count: counted, groups };
+}
+
+/** What execution produced: results in order (at least the page and one more when more remain), the count, the records. */
+interface Outcome {
+  readonly ordered: Uint32Array;
+  readonly count: number | Counter;
+  readonly records: Projector;
+}
+
+function outcomeOf(plan: Plan, gen: Generation, compiled: Compiled, ctx: ExecContext): Outcome {
   // How many ordered rows we need: the page, plus one to know whether more remain.
   const need = plan.page.skip + plan.page.rows + 1;
-  if (plan.access.kind === 'children') return executeChildren(plan, plan.access, gen, compiled.table, ctx, need);
+  if (plan.access.kind === 'children') return childrenOutcome(plan, plan.access, gen, compiled.table, ctx, need);
   const run = new QueryRun(plan, gen, compiled, ctx);
   const { table, access, calls } = compiled;
   const source = plan.access;
   const strategy = plan.strategy;
   if (plan.grouping) {
-    return respondGroups(plan, ctx, runApply(table, run.collect(), plan.grouping, { nowMs: ctx.nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
+    const groups = runApply(table, run.collect(), plan.grouping, { nowMs: ctx.nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
+    return { ordered: groups.order, count: groups.count, records: groups };
   }
   let ordered: Uint32Array;
   let count = -1;
@@ -163,7 +232,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext): QueryRes
     // one match or none is in order whatever the keys (a key lookup: ListingId eq '...')
     ordered = matches.length <= 1 ? matches : orderRows(matches, run.sortKeys(), access.keyRank, need);
   }
-  return respond(plan, ctx, ordered, count >= 0 ? count : run, run);
+  return { ordered, count: count >= 0 ? count : run, records: run };
 }
 
 const NO_ROWS = new Uint32Array(0);
@@ -317,32 +386,32 @@ class QueryRun {
 const acceptEvery = (): boolean => true;
 
 /** A navigation path's plan: one listing's children (src/exec/navigate.ts). */
-function executeChildren(
+function childrenOutcome(
   plan: Plan,
   access: Extract<Plan['access'], { kind: 'children' }>,
   gen: Generation,
   table: Table,
   ctx: ExecContext,
   need: number,
-): QueryResult {
+): Outcome {
   const { visible, nowMs } = ctx;
   const children = new NavigationRows(plan, access, gen, visible, nowMs);
   if (plan.grouping) {
-    return respondGroups(plan, ctx, runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls }));
+    const groups = runApply(table, children.all(), plan.grouping, { nowMs, limit: need, ignoreNulls: plan.ignoreNulls });
+    return { ordered: groups.order, count: groups.count, records: groups };
   }
-  return respond(
-    plan,
-    ctx,
-    children.ordered(need),
-    { count: () => children.all().length },
-    {
-      record: (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
-      // the children's records are the rows' fields unless shaped (project, without expansions here)
-      get plainRecords() {
-        return plan.ignoreNulls || plan.links.length > 0 || plan.expand ? null : { table, fields: plan.select ?? undefined, nowMs };
-      },
+  return { ordered: children.ordered(need), count: { count: () => children.all().length }, records: childRecords(plan, table, ctx) };
+}
+
+/** The records of a navigation path's children: the rows' fields unless shaped (project, without expansions here). */
+function childRecords(plan: Plan, table: Table, ctx: ExecContext): Projector {
+  const nowMs = ctx.nowMs;
+  return {
+    record: (row) => project(plan, table, row, nowMs, null, null, ctx.visibleOf, ctx.base),
+    get plainRecords() {
+      return plan.ignoreNulls || plan.links.length > 0 || plan.expand ? null : { table, fields: plan.select ?? undefined, nowMs };
     },
-  );
+  };
 }
 
 /** One record of a plan's resource by row (an entity read by key): the plan's projection and expansions. */
@@ -354,9 +423,4 @@ export function executeRecord(
 ): Record<string, JsonValue> {
   const { table, expansions } = compiledOf(plan, gen);
   return project(plan, table, row, ctx.nowMs, expansions, ctx.visible, ctx.visibleOf, ctx.base);
-}
-
-/** The response of $apply's groups (in their order, counted, each a record). */
-function respondGroups(plan: Plan, ctx: ExecContext, groups: ApplyResult): QueryResult {
-  return respond(plan, ctx, groups.order, groups.count, groups);
 }

@@ -2,7 +2,9 @@
  * reso-engine itself, as a user embeds it: `Engine.open({ data })` loads the data set directory
  * (Property and its Media and OpenHouse children, every index built eagerly) and each family runs
  * as its OData query string through `engine.query` — parse, bind, plan and execute included, the
- * plan cache on (512 plans, as in the service). The query returns full records (all 69 fields) where
+ * plan cache on (512 plans, as in the service). The result cache is off: a family repeats one
+ * query, which the cache would answer without executing it, and the comparison measures execution
+ * against the peers' (none of which keeps answers). The query returns full records (all 69 fields) where
  * the family has no $select, while the peers return keys; mapping records to keys is inside the
  * timed call, as every peer's own mapping is.
  *
@@ -40,7 +42,7 @@ class ResoEnginePeer implements Peer {
       data = mkdtempSync(path.join(os.tmpdir(), 'reso-compare-'));
       symlinkSync(path.resolve(dir, 'Property.jsonl'), path.join(data, 'Property.jsonl'));
     }
-    this.engine = await Engine.open({ data, now: () => NOW });
+    this.engine = await Engine.open({ data, now: () => NOW, resultCache: false });
   }
 
   prepare<F extends FamilyId>(family: F, _params: FamilyParams[F], families: Families): () => Answer {
