@@ -72,16 +72,18 @@ function tokenSource(table: Table, field: string): TokenSource | null {
 
 /**
  * What tokenSource emits, added to `builder`: a dictionary entry's tokens are looked up once, as
- * term ids of this builder's index, and free text is tokenized into it without a string per token.
+ * term ids of this builder's index, and free text is tokenized into it without a string per token
+ * (through a token table of the column's own).
  */
 function termSource(table: Table, field: string, builder: FieldIndexBuilder): TermSource | null {
+  const tokens = builder.tokenTable();
   return columnSource<FieldIndexBuilder, Int32Array>(
     table,
     field,
     (value) => builder.termsOfText(value),
     (ids, b) => b.addTerms(ids),
-    (text, b) => b.addText(text),
-    (bytes, start, end, b, ascii) => (ascii ? b.addAscii(bytes, start, end) : b.addUtf8(bytes, start, end)),
+    (text, b) => b.addText(text, tokens),
+    (bytes, start, end, b, ascii) => (ascii ? b.addAscii(bytes, start, end, tokens) : b.addUtf8(bytes, start, end, tokens)),
   );
 }
 

@@ -63,6 +63,77 @@ for (let c = 97; c <= 122; c++) ASCII_WORD[c] = c;
 for (let c = 65; c <= 90; c++) ASCII_WORD[c] = c + 32;
 
 /**
+ * Tokens (as the tokenizer gives them) to term ids, by open addressing over the tokens'
+ * characters: two Int32 per slot, the token's hash and (its entry + 1), 0 when empty. Entry k is
+ * ENTRY Int32 at entries[k * ENTRY]: where its characters start in the pool, how many, its term.
+ */
+export class TokenTable {
+  private slots = new Int32Array(2 << 8);
+  private mask = (1 << 8) - 1;
+  private count = 0;
+  private entries: Int32Array = new Int32Array(ENTRY << 7);
+  private pool = new Uint16Array(1 << 10);
+  private poolLength = 0;
+  // The free slot where find stopped, for the insert that follows a miss.
+  private free = 0;
+
+  /** The term of the token chars[0, len) with hash `h`, or -1 when the table does not have it. */
+  find(chars: Uint16Array, len: number, h: number): number {
+    const { slots, mask, pool, entries } = this;
+    let s = h & mask;
+    for (let e = slots[2 * s + 1]; e !== 0; e = slots[2 * s + 1]) {
+      const k = (e - 1) * ENTRY;
+      if (slots[2 * s] === h && entries[k + 1] === len) {
+        const at = entries[k];
+        let j = 0;
+        while (j < len && pool[at + j] === chars[j]) j++;
+        if (j === len) return entries[k + 2];
+      }
+      s = (s + 1) & mask;
+    }
+    this.free = s;
+    return -1;
+  }
+
+  /** Enters the token find just missed, with its term. */
+  insert(chars: Uint16Array, len: number, h: number, term: number): void {
+    const k = this.count++;
+    if ((k + 1) * ENTRY > this.entries.length) this.entries = grownInt32(this.entries, (k + 1) * ENTRY, 0);
+    if (this.poolLength + len > this.pool.length) {
+      let size = this.pool.length * 2;
+      while (size < this.poolLength + len) size *= 2;
+      const pool = new Uint16Array(size);
+      pool.set(this.pool.subarray(0, this.poolLength));
+      this.pool = pool;
+    }
+    this.pool.set(chars.subarray(0, len), this.poolLength);
+    this.entries[k * ENTRY] = this.poolLength;
+    this.entries[k * ENTRY + 1] = len;
+    this.entries[k * ENTRY + 2] = term;
+    this.poolLength += len;
+    this.slots[2 * this.free] = h;
+    this.slots[2 * this.free + 1] = k + 1;
+    if ((k + 1) * 2 > this.mask + 1) this.rehash();
+  }
+
+  /** Doubles the slot table (load factor at most 1/2). */
+  private rehash(): void {
+    const old = this.slots;
+    const slots = new Int32Array(old.length * 2);
+    const mask = slots.length / 2 - 1;
+    for (let o = 0; o < old.length; o += 2) {
+      if (old[o + 1] === 0) continue;
+      let s = old[o] & mask;
+      while (slots[2 * s + 1] !== 0) s = (s + 1) & mask;
+      slots[2 * s] = old[o];
+      slots[2 * s + 1] = old[o + 1];
+    }
+    this.slots = slots;
+    this.mask = mask;
+  }
+}
+
+/**
  * Builds one field's index in two passes: rows are added in order (each row's tokens, as term ids,
  * counted into (term, tf) pairs), then the pairs are scattered into the per-term postings.
  *
@@ -81,14 +152,8 @@ export class FieldIndexBuilder {
   private readonly terms: string[] = [];
   // The token being looked up: its characters and its hash (FNV-1a over the UTF-16 code units).
   private chars: Uint16Array = new Uint16Array(256);
-  // Open addressing, two Int32 per slot: the token's hash and (its entry + 1), 0 when empty. Entry k
-  // is ENTRY Int32 at entries[k * ENTRY]: where its characters start in the pool, how many, its term.
-  private slots = new Int32Array(2 << 12);
-  private mask = (1 << 12) - 1;
-  private tokenCount = 0;
-  private entries: Int32Array = new Int32Array(ENTRY << 11);
-  private pool = new Uint16Array(1 << 14);
-  private poolLength = 0;
+  // The token table of tokens not given a source's own (tokenTable).
+  private readonly shared = new TokenTable();
   // Per term: document frequency, and its index among the current row's distinct terms (or -1).
   private df: Int32Array = new Int32Array(1 << 11);
   private seen: Int32Array = new Int32Array(1 << 11).fill(-1);
@@ -114,26 +179,35 @@ export class FieldIndexBuilder {
     this.lengths = new Uint32Array(rowCount);
   }
 
+  /**
+   * A token table of its own for one source of text: a source with many distinct tokens (an
+   * identifier per row) then leaves the table of one with few (remarks) small, so its lookups stay
+   * in cache. Any table gives a token the same term id.
+   */
+  tokenTable(): TokenTable {
+    return new TokenTable();
+  }
+
   /** Adds the tokens of `text` (tokenized as SERVICE.md §4 says) to the current row. */
-  addText(text: string): void {
+  addText(text: string, table: TokenTable = this.shared): void {
     if (NON_ASCII.test(text)) {
-      for (const token of tokenize(text)) this.addToken(token);
+      for (const token of tokenize(text)) this.add(this.termOfToken(token, table));
       return;
     }
     // An ASCII string's Latin-1 bytes are its characters (a copy: this path is not the load's).
     const bytes = Buffer.from(text, 'latin1');
-    this.addAscii(bytes, 0, bytes.length);
+    this.addAscii(bytes, 0, bytes.length, table);
   }
 
   /** addText of the UTF-8 text bytes[start, end), read without decoding it when it is ASCII. */
-  addUtf8(bytes: Uint8Array, start: number, end: number): void {
+  addUtf8(bytes: Uint8Array, start: number, end: number, table: TokenTable = this.shared): void {
     const text = bytes.subarray(start, end);
-    if (isAscii(text)) this.addAscii(bytes, start, end);
-    else this.addText(Buffer.from(text.buffer, text.byteOffset, text.length).toString('utf8'));
+    if (isAscii(text)) this.addAscii(bytes, start, end, table);
+    else this.addText(Buffer.from(text.buffer, text.byteOffset, text.length).toString('utf8'), table);
   }
 
   /** addText of the ASCII text bytes[start, end) (the caller knows it is ASCII). */
-  addAscii(bytes: Uint8Array, start: number, end: number): void {
+  addAscii(bytes: Uint8Array, start: number, end: number, table: TokenTable = this.shared): void {
     let chars = this.chars;
     let len = 0;
     let h = HASH_SEED;
@@ -144,17 +218,17 @@ export class FieldIndexBuilder {
         chars[len++] = c;
         h = Math.imul(h ^ c, HASH_PRIME);
       } else if (len > 0) {
-        this.add(this.termOf(len, h, null));
+        this.add(this.termOf(table, len, h, null));
         len = 0;
         h = HASH_SEED;
       }
     }
-    if (len > 0) this.add(this.termOf(len, h, null));
+    if (len > 0) this.add(this.termOf(table, len, h, null));
   }
 
   /** Adds one token (as the tokenizer gives it, not yet address-normalized) to the current row. */
   addToken(token: string): void {
-    this.add(this.termOfToken(token));
+    this.add(this.termOfToken(token, this.shared));
   }
 
   /** The term ids of `text`'s tokens in order (kept by callers for a value that repeats across rows). */
@@ -162,7 +236,7 @@ export class FieldIndexBuilder {
     if (text === null) return EMPTY_IDS;
     const tokens = tokenize(text);
     const out = new Int32Array(tokens.length);
-    for (let k = 0; k < tokens.length; k++) out[k] = this.termOfToken(tokens[k]);
+    for (let k = 0; k < tokens.length; k++) out[k] = this.termOfToken(tokens[k], this.shared);
     return out;
   }
 
@@ -177,7 +251,7 @@ export class FieldIndexBuilder {
     return (this.chars = next);
   }
 
-  private termOfToken(token: string): number {
+  private termOfToken(token: string, table: TokenTable): number {
     while (token.length > this.chars.length) this.growChars();
     let h = HASH_SEED;
     for (let i = 0; i < token.length; i++) {
@@ -185,35 +259,20 @@ export class FieldIndexBuilder {
       this.chars[i] = c;
       h = Math.imul(h ^ c, HASH_PRIME);
     }
-    return this.termOf(token.length, h, token);
+    return this.termOf(table, token.length, h, token);
   }
 
   /** The term id of the token in chars[0, len) with hash `h`; `token` is its string when the caller has one. */
-  private termOf(len: number, h: number, token: string | null): number {
-    const { slots, mask, chars, pool, entries } = this;
-    let s = h & mask;
-    for (let e = slots[2 * s + 1]; e !== 0; e = slots[2 * s + 1]) {
-      const k = (e - 1) * ENTRY;
-      if (slots[2 * s] === h && entries[k + 1] === len) {
-        const at = entries[k];
-        let j = 0;
-        while (j < len && pool[at + j] === chars[j]) j++;
-        if (j === len) return entries[k + 2];
-      }
-      s = (s + 1) & mask;
+  private termOf(table: TokenTable, len: number, h: number, token: string | null): number {
+    const found = table.find(this.chars, len, h);
+    if (found >= 0) return found;
+    let text = token;
+    if (text === null) {
+      const chars = this.chars;
+      text = '';
+      for (let i = 0; i < len; i += 4096) text += String.fromCharCode.apply(null, chars.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
     }
-    return this.insertToken(len, h, s, token);
-  }
-
-  /** Enters a token first seen (at free slot `s`), giving it its term's id (a new one for a new term). */
-  private insertToken(len: number, h: number, s: number, text: string | null): number {
-    const chars = this.chars.subarray(0, len);
-    let token = text;
-    if (token === null) {
-      token = '';
-      for (let i = 0; i < len; i += 4096) token += String.fromCharCode.apply(null, chars.subarray(i, i + 4096) as unknown as number[]);
-    }
-    const term = this.address ? normalizeAddressToken(token) : token;
+    const term = this.address ? normalizeAddressToken(text) : text;
     let id = this.termIds.get(term);
     if (id === undefined) {
       id = this.terms.length;
@@ -224,40 +283,8 @@ export class FieldIndexBuilder {
         this.seen = grownInt32(this.seen, id + 1, -1);
       }
     }
-    const k = this.tokenCount++;
-    if ((k + 1) * ENTRY > this.entries.length) this.entries = grownInt32(this.entries, (k + 1) * ENTRY, 0);
-    if (this.poolLength + len > this.pool.length) {
-      let size = this.pool.length * 2;
-      while (size < this.poolLength + len) size *= 2;
-      const pool = new Uint16Array(size);
-      pool.set(this.pool.subarray(0, this.poolLength));
-      this.pool = pool;
-    }
-    this.pool.set(chars, this.poolLength);
-    this.entries[k * ENTRY] = this.poolLength;
-    this.entries[k * ENTRY + 1] = len;
-    this.entries[k * ENTRY + 2] = id;
-    this.poolLength += len;
-    this.slots[2 * s] = h;
-    this.slots[2 * s + 1] = k + 1;
-    if ((k + 1) * 2 > this.mask + 1) this.rehash();
+    table.insert(this.chars, len, h, id);
     return id;
-  }
-
-  /** Doubles the slot table (load factor at most 1/2). */
-  private rehash(): void {
-    const old = this.slots;
-    const slots = new Int32Array(old.length * 2);
-    const mask = slots.length / 2 - 1;
-    for (let o = 0; o < old.length; o += 2) {
-      if (old[o + 1] === 0) continue;
-      let s = old[o] & mask;
-      while (slots[2 * s + 1] !== 0) s = (s + 1) & mask;
-      slots[2 * s] = old[o];
-      slots[2 * s + 1] = old[o + 1];
-    }
-    this.slots = slots;
-    this.mask = mask;
   }
 
   /** Counts one occurrence of term `id` in the current row. */
