@@ -3,9 +3,11 @@
  * order SERVICE.md §2 lists them (collections element by element; agent names fall back to
  * FirstName + LastName where a FullName is absent).
  */
+import { isAscii } from 'node:buffer';
 import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
-import { buildFieldIndex, type FieldIndex } from './postings.js';
+import { Utf8TextColumn } from '../store/columns.js';
+import { buildFieldIndex, buildFieldIndexOf, type FieldIndex, type FieldIndexBuilder } from './postings.js';
 import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from '../schema/search-fields.js';
 import { tokenize, tokenizeInto } from './tokenize.js';
 
@@ -48,45 +50,122 @@ export function buildSearchIndexes(rowCount: number, read: ValueReader): SearchI
 /** Appends a row's tokens (of one source field, or of a whole search field). */
 export type TokenSource = (row: number, out: string[]) => void;
 
+/** Adds a row's tokens (of one source field, or of a whole search field) to a FieldIndexBuilder, as term ids where it can. */
+type TermSource = (row: number, builder: FieldIndexBuilder) => void;
+
 /**
  * A token emitter reading the column directly. Lookup and collection values repeat across rows, so
  * their tokens are computed once per dictionary entry; free text is tokenized per row. Null when the
  * table has no such column.
  */
 function tokenSource(table: Table, field: string): TokenSource | null {
+  return columnSource<string[], readonly string[]>(
+    table,
+    field,
+    (value) => (value === null ? [] : tokenize(value)),
+    (tokens, out) => {
+      for (const t of tokens) out.push(t);
+    },
+    (text, out) => tokenizeInto(text, out),
+  );
+}
+
+/**
+ * What tokenSource emits, added to `builder`: a dictionary entry's tokens are looked up once, as
+ * term ids of this builder's index, and free text is tokenized into it without a string per token
+ * (through a token table of the column's own).
+ */
+function termSource(table: Table, field: string, builder: FieldIndexBuilder): TermSource | null {
+  const tokens = builder.tokenTable();
+  return columnSource<FieldIndexBuilder, Int32Array>(
+    table,
+    field,
+    (value) => builder.termsOfText(value),
+    (ids, b) => b.addTerms(ids),
+    (text, b) => b.addText(text, tokens),
+    (bytes, start, end, b, ascii) => (ascii ? b.addAscii(bytes, start, end, tokens) : b.addUtf8(bytes, start, end, tokens)),
+  );
+}
+
+/**
+ * A row source over one column, generic in what it emits into (`S`): `ofValue` turns a dictionary
+ * entry into what `emitValue` adds (computed once per entry, when first met), `emitText` adds a
+ * free text, `emitUtf8` (when given) the UTF-8 bytes of one in a column that stores them (`ascii`
+ * when the whole column is ASCII).
+ */
+function columnSource<S, V>(
+  table: Table,
+  field: string,
+  ofValue: (value: string | null) => V,
+  emitValue: (value: V, sink: S) => void,
+  emitText: (text: string, sink: S) => void,
+  emitUtf8?: (bytes: Uint8Array, start: number, end: number, sink: S, ascii: boolean) => void,
+): ((row: number, sink: S) => void) | null {
   const c = table.column(field);
   if (!c) return null;
-  const cached = (dictionary: ReadonlyArray<string | null>): ((code: number) => readonly string[]) => {
-    const tokens = new Array<readonly string[] | undefined>(dictionary.length);
-    return (code) => (tokens[code] ??= dictionary[code] === null ? [] : tokenize(dictionary[code]));
+  const cached = (dictionary: ReadonlyArray<string | null>): ((code: number) => V) => {
+    const values = new Array<V | undefined>(dictionary.length);
+    return (code) => (values[code] ??= ofValue(dictionary[code]));
   };
   switch (c.kind) {
     case 'dictionary': {
       const { codes } = c;
       const of = cached(c.dictionary);
-      return (row, out) => {
-        for (const t of of(codes[row])) out.push(t);
-      };
+      return (row, sink) => emitValue(of(codes[row]), sink);
     }
     case 'collection': {
       const { codes, offsets, validity } = c;
       const of = cached(c.dictionary);
-      return (row, out) => {
+      return (row, sink) => {
         if (!getBit(validity, row)) return;
-        for (let i = offsets[row]; i < offsets[row + 1]; i++) for (const t of of(codes[i])) out.push(t);
+        for (let i = offsets[row]; i < offsets[row + 1]; i++) emitValue(of(codes[i]), sink);
       };
     }
     case 'text':
-      return (row, out) => {
+      if (c instanceof Utf8TextColumn && emitUtf8) {
+        const { bytes, offsets, validity } = c;
+        // One check of the whole column (fast in node:buffer) spares one per row in the common case.
+        const ascii = isAscii(bytes.subarray(0, offsets[table.rowCount]));
+        return (row, sink) => {
+          if (getBit(validity, row)) emitUtf8(bytes, offsets[row], offsets[row + 1], sink, ascii);
+        };
+      }
+      return (row, sink) => {
         const v = c.get(row);
-        if (v !== null) tokenizeInto(v, out);
+        if (v !== null) emitText(v, sink);
       };
     default:
-      return (row, out) => {
+      return (row, sink) => {
         const v = table.value(row, field);
-        if (v !== null) tokenizeInto(String(v), out);
+        if (v !== null) emitText(String(v), sink);
       };
   }
+}
+
+/**
+ * One search field's row source: its sources in order, a full name falling back to first and last
+ * name where it is absent or empty (`of` makes the source of one column, null without the column).
+ */
+function fieldSource<S>(table: Table, field: SearchFieldName, of: (column: string) => ((row: number, sink: S) => void) | null): (row: number, sink: S) => void {
+  const none = (): void => {};
+  const emitters = SEARCH_FIELD_SOURCES[field].map((source): ((row: number, sink: S) => void) => {
+    if (typeof source === 'string') return of(source) ?? none;
+    const full = of(source.fullName);
+    const first = of(source.firstName) ?? none;
+    const last = of(source.lastName) ?? none;
+    const fullColumn = table.column(source.fullName);
+    return (row, sink) => {
+      const value = fullColumn ? fullColumn.json(row, 0) : null;
+      if (full && value !== null && value !== '') full(row, sink);
+      else {
+        first(row, sink);
+        last(row, sink);
+      }
+    };
+  });
+  return (row, sink) => {
+    for (const emit of emitters) emit(row, sink);
+  };
 }
 
 /**
@@ -96,36 +175,25 @@ function tokenSource(table: Table, field: string): TokenSource | null {
  */
 export function searchTokenSources(table: Table): Record<SearchFieldName, TokenSource> {
   const out = {} as Record<SearchFieldName, TokenSource>;
-  const none: TokenSource = () => {};
-  for (const field of SEARCH_FIELDS) {
-    const emitters: TokenSource[] = SEARCH_FIELD_SOURCES[field].map((source) => {
-      if (typeof source === 'string') return tokenSource(table, source) ?? none;
-      const full = tokenSource(table, source.fullName);
-      const first = tokenSource(table, source.firstName) ?? none;
-      const last = tokenSource(table, source.lastName) ?? none;
-      const fullColumn = table.column(source.fullName);
-      return (row, tokens) => {
-        const value = fullColumn ? fullColumn.json(row, 0) : null;
-        if (full && value !== null && value !== '') full(row, tokens);
-        else {
-          first(row, tokens);
-          last(row, tokens);
-        }
-      };
-    });
-    out[field] = (row, tokens) => {
-      for (const emit of emitters) emit(row, tokens);
-    };
-  }
+  for (const field of SEARCH_FIELDS) out[field] = fieldSource(table, field, (column) => tokenSource(table, column));
   return out;
 }
 
-/** The same indexes as buildSearchIndexes, read straight from a table's columns (faster). */
+/**
+ * The same indexes as buildSearchIndexes, read straight from a table's columns (faster): each
+ * field's tokens as searchTokenSources emits them, added to its builder as term ids.
+ */
 export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
-  const sources = searchTokenSources(table);
   const out = {} as Record<SearchFieldName, FieldIndex>;
   for (const field of SEARCH_FIELDS) {
-    out[field] = buildFieldIndex(table.rowCount, sources[field], { address: field === 'RawAddressSearchText', tokenized: true });
+    out[field] = buildFieldIndexOf(
+      table.rowCount,
+      (builder) => {
+        const source = fieldSource(table, field, (column) => termSource(table, column, builder));
+        return (row) => source(row, builder);
+      },
+      { address: field === 'RawAddressSearchText' },
+    );
   }
   return out;
 }

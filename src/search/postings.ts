@@ -4,8 +4,9 @@
  * frequencies) and the field's token count per row. FlexSearch cannot give BM25 scores, so the
  * postings are ours (see DESIGN.md, "Text search").
  */
+import { isAscii } from 'node:buffer';
 import { runNow, type Steps } from '../util/steps.js';
-import { normalizeAddressToken, tokenizeInto } from './tokenize.js';
+import { normalizeAddressToken, tokenize } from './tokenize.js';
 
 export interface FieldIndex {
   /** Number of rows (listings) the index covers: BM25's N. */
@@ -24,17 +25,349 @@ export interface FieldIndex {
   readonly avgLength: number;
 }
 
-/** Growable typed buffer for the first pass. */
-class Buffer32 {
-  data = new Uint32Array(1024);
-  length = 0;
-  push(v: number): void {
-    if (this.length === this.data.length) {
-      const next = new Uint32Array(this.data.length * 2);
-      next.set(this.data);
-      this.data = next;
+export interface FieldIndexOptions {
+  readonly address: boolean;
+  /** `textsOf` appends tokens already, not texts (callers that cache the tokens of repeated values). */
+  readonly tokenized?: boolean;
+}
+
+/** Rows buildFieldIndexSteps reads or writes between two yields. */
+export const BUILD_STEP_ROWS = 64;
+
+/** Tests a text for a character outside ASCII, which sends it to the tokenizer's Unicode path. */
+// eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
+const NON_ASCII = /[^\x00-\x7f]/;
+
+const HASH_SEED = 0x811c9dc5 | 0;
+const HASH_PRIME = 0x01000193;
+const EMPTY_IDS = new Int32Array(0);
+/** Int32 per token entry of FieldIndexBuilder's table: pool start, length, term id. */
+const ENTRY = 3;
+
+function grownInt32(a: Int32Array, min: number, fill: number): Int32Array {
+  let size = a.length * 2;
+  while (size < min) size *= 2;
+  const next = new Int32Array(size);
+  if (fill !== 0) next.fill(fill, a.length);
+  next.set(a);
+  return next;
+}
+
+/**
+ * The tokenizer's ASCII rule as a table: a letter or digit maps to its lower-case form, anything
+ * else (a separator) to 0.
+ */
+const ASCII_WORD = new Uint8Array(128);
+for (let c = 48; c <= 57; c++) ASCII_WORD[c] = c;
+for (let c = 97; c <= 122; c++) ASCII_WORD[c] = c;
+for (let c = 65; c <= 90; c++) ASCII_WORD[c] = c + 32;
+
+/**
+ * Tokens (as the tokenizer gives them) to term ids, by open addressing over the tokens'
+ * characters: two Int32 per slot, the token's hash and (its entry + 1), 0 when empty. Entry k is
+ * ENTRY Int32 at entries[k * ENTRY]: where its characters start in the pool, how many, its term.
+ */
+export class TokenTable {
+  private slots = new Int32Array(2 << 8);
+  private mask = (1 << 8) - 1;
+  private count = 0;
+  private entries: Int32Array = new Int32Array(ENTRY << 7);
+  private pool = new Uint16Array(1 << 10);
+  private poolLength = 0;
+  // The free slot where find stopped, for the insert that follows a miss.
+  private free = 0;
+
+  /** The term of the token chars[0, len) with hash `h`, or -1 when the table does not have it. */
+  find(chars: Uint16Array, len: number, h: number): number {
+    const { slots, mask, pool, entries } = this;
+    let s = h & mask;
+    for (let e = slots[2 * s + 1]; e !== 0; e = slots[2 * s + 1]) {
+      const k = (e - 1) * ENTRY;
+      if (slots[2 * s] === h && entries[k + 1] === len) {
+        const at = entries[k];
+        let j = 0;
+        while (j < len && pool[at + j] === chars[j]) j++;
+        if (j === len) return entries[k + 2];
+      }
+      s = (s + 1) & mask;
     }
-    this.data[this.length++] = v;
+    this.free = s;
+    return -1;
+  }
+
+  /** Enters the token find just missed, with its term. */
+  insert(chars: Uint16Array, len: number, h: number, term: number): void {
+    const k = this.count++;
+    if ((k + 1) * ENTRY > this.entries.length) this.entries = grownInt32(this.entries, (k + 1) * ENTRY, 0);
+    if (this.poolLength + len > this.pool.length) {
+      let size = this.pool.length * 2;
+      while (size < this.poolLength + len) size *= 2;
+      const pool = new Uint16Array(size);
+      pool.set(this.pool.subarray(0, this.poolLength));
+      this.pool = pool;
+    }
+    this.pool.set(chars.subarray(0, len), this.poolLength);
+    this.entries[k * ENTRY] = this.poolLength;
+    this.entries[k * ENTRY + 1] = len;
+    this.entries[k * ENTRY + 2] = term;
+    this.poolLength += len;
+    this.slots[2 * this.free] = h;
+    this.slots[2 * this.free + 1] = k + 1;
+    if ((k + 1) * 2 > this.mask + 1) this.rehash();
+  }
+
+  /** Doubles the slot table (load factor at most 1/2). */
+  private rehash(): void {
+    const old = this.slots;
+    const slots = new Int32Array(old.length * 2);
+    const mask = slots.length / 2 - 1;
+    for (let o = 0; o < old.length; o += 2) {
+      if (old[o + 1] === 0) continue;
+      let s = old[o] & mask;
+      while (slots[2 * s + 1] !== 0) s = (s + 1) & mask;
+      slots[2 * s] = old[o];
+      slots[2 * s + 1] = old[o + 1];
+    }
+    this.slots = slots;
+    this.mask = mask;
+  }
+}
+
+/**
+ * Builds one field's index in two passes: rows are added in order (each row's tokens, as term ids,
+ * counted into (term, tf) pairs), then the pairs are scattered into the per-term postings.
+ *
+ * The first pass is where the time goes (about a hundred tokens per listing in the keyword field),
+ * so a token is looked up without a string of its own: the tokenizer's ASCII rule runs inline over
+ * the text's char codes (or a UTF-8 column's bytes), lower-casing into a scratch buffer, and an
+ * open-addressing table over the token's characters gives its term id; a string is made only for a
+ * token seen for the first time. Text outside ASCII goes through `tokenize` (NFKD and the rest)
+ * and is looked up by its tokens. The table is keyed by the token as the tokenizer gives it; for an
+ * address field its entry holds the id of the token's normalized form (normalizeAddressToken),
+ * which is what the index stores. Term ids are given in first-seen order of the normalized term,
+ * exactly as a Map lookup per token would give them.
+ */
+export class FieldIndexBuilder {
+  private readonly termIds = new Map<string, number>();
+  private readonly terms: string[] = [];
+  // The token being looked up: its characters and its hash (FNV-1a over the UTF-16 code units).
+  private chars: Uint16Array = new Uint16Array(256);
+  // The token table of tokens not given a source's own (tokenTable).
+  private readonly shared = new TokenTable();
+  // Per term: document frequency, and its index among the current row's distinct terms (or -1).
+  private df: Int32Array = new Int32Array(1 << 11);
+  private seen: Int32Array = new Int32Array(1 << 11).fill(-1);
+  // The current row's distinct terms with their counts, and its token count.
+  private rowTerms: Int32Array = new Int32Array(256);
+  private rowCounts: Int32Array = new Int32Array(256);
+  private distinct = 0;
+  private tokens = 0;
+  // The first pass's (term, tf) pairs of all rows, row after row; rowStart[r] is row r's first.
+  private pairTerms = new Int32Array(1 << 12);
+  private pairTfs = new Uint16Array(1 << 12);
+  private pairCount = 0;
+  private readonly rowStart: Uint32Array;
+  private readonly lengths: Uint32Array;
+  private total = 0;
+  private rowsAdded = 0;
+
+  constructor(
+    readonly rowCount: number,
+    readonly address: boolean,
+  ) {
+    this.rowStart = new Uint32Array(rowCount + 1);
+    this.lengths = new Uint32Array(rowCount);
+  }
+
+  /**
+   * A token table of its own for one source of text: a source with many distinct tokens (an
+   * identifier per row) then leaves the table of one with few (remarks) small, so its lookups stay
+   * in cache. Any table gives a token the same term id.
+   */
+  tokenTable(): TokenTable {
+    return new TokenTable();
+  }
+
+  /** Adds the tokens of `text` (tokenized as SERVICE.md §4 says) to the current row. */
+  addText(text: string, table: TokenTable = this.shared): void {
+    if (NON_ASCII.test(text)) {
+      for (const token of tokenize(text)) this.add(this.termOfToken(token, table));
+      return;
+    }
+    // An ASCII string's Latin-1 bytes are its characters (a copy: this path is not the load's).
+    const bytes = Buffer.from(text, 'latin1');
+    this.addAscii(bytes, 0, bytes.length, table);
+  }
+
+  /** addText of the UTF-8 text bytes[start, end), read without decoding it when it is ASCII. */
+  addUtf8(bytes: Uint8Array, start: number, end: number, table: TokenTable = this.shared): void {
+    const text = bytes.subarray(start, end);
+    if (isAscii(text)) this.addAscii(bytes, start, end, table);
+    else this.addText(Buffer.from(text.buffer, text.byteOffset, text.length).toString('utf8'), table);
+  }
+
+  /** addText of the ASCII text bytes[start, end) (the caller knows it is ASCII). */
+  addAscii(bytes: Uint8Array, start: number, end: number, table: TokenTable = this.shared): void {
+    let chars = this.chars;
+    let len = 0;
+    let h = HASH_SEED;
+    for (let i = start; i < end; i++) {
+      const c = ASCII_WORD[bytes[i]];
+      if (c !== 0) {
+        if (len === chars.length) chars = this.growChars();
+        chars[len++] = c;
+        h = Math.imul(h ^ c, HASH_PRIME);
+      } else if (len > 0) {
+        this.add(this.termOf(table, len, h, null));
+        len = 0;
+        h = HASH_SEED;
+      }
+    }
+    if (len > 0) this.add(this.termOf(table, len, h, null));
+  }
+
+  /** Adds one token (as the tokenizer gives it, not yet address-normalized) to the current row. */
+  addToken(token: string): void {
+    this.add(this.termOfToken(token, this.shared));
+  }
+
+  /** The term ids of `text`'s tokens in order (kept by callers for a value that repeats across rows). */
+  termsOfText(text: string | null): Int32Array {
+    if (text === null) return EMPTY_IDS;
+    const tokens = tokenize(text);
+    const out = new Int32Array(tokens.length);
+    for (let k = 0; k < tokens.length; k++) out[k] = this.termOfToken(tokens[k], this.shared);
+    return out;
+  }
+
+  /** Adds terms given by id (from termsOfText) to the current row. */
+  addTerms(ids: Int32Array): void {
+    for (let k = 0; k < ids.length; k++) this.add(ids[k]);
+  }
+
+  private growChars(): Uint16Array {
+    const next = new Uint16Array(this.chars.length * 2);
+    next.set(this.chars);
+    return (this.chars = next);
+  }
+
+  private termOfToken(token: string, table: TokenTable): number {
+    while (token.length > this.chars.length) this.growChars();
+    let h = HASH_SEED;
+    for (let i = 0; i < token.length; i++) {
+      const c = token.charCodeAt(i);
+      this.chars[i] = c;
+      h = Math.imul(h ^ c, HASH_PRIME);
+    }
+    return this.termOf(table, token.length, h, token);
+  }
+
+  /** The term id of the token in chars[0, len) with hash `h`; `token` is its string when the caller has one. */
+  private termOf(table: TokenTable, len: number, h: number, token: string | null): number {
+    const found = table.find(this.chars, len, h);
+    if (found >= 0) return found;
+    let text = token;
+    if (text === null) {
+      const chars = this.chars;
+      text = '';
+      for (let i = 0; i < len; i += 4096) text += String.fromCharCode.apply(null, chars.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
+    }
+    const term = this.address ? normalizeAddressToken(text) : text;
+    let id = this.termIds.get(term);
+    if (id === undefined) {
+      id = this.terms.length;
+      this.termIds.set(term, id);
+      this.terms.push(term);
+      if (id >= this.df.length) {
+        this.df = grownInt32(this.df, id + 1, 0);
+        this.seen = grownInt32(this.seen, id + 1, -1);
+      }
+    }
+    table.insert(this.chars, len, h, id);
+    return id;
+  }
+
+  /** Counts one occurrence of term `id` in the current row. */
+  private add(id: number): void {
+    this.tokens++;
+    const at = this.seen[id];
+    if (at >= 0) {
+      this.rowCounts[at]++;
+      return;
+    }
+    const d = this.distinct++;
+    if (d === this.rowTerms.length) {
+      this.rowTerms = grownInt32(this.rowTerms, d + 1, 0);
+      this.rowCounts = grownInt32(this.rowCounts, d + 1, 0);
+    }
+    this.seen[id] = d;
+    this.rowTerms[d] = id;
+    this.rowCounts[d] = 1;
+  }
+
+  /** Ends the current row (rows are added in order 0, 1, ...): its terms become (term, tf) pairs. */
+  endRow(): void {
+    const row = this.rowsAdded++;
+    const d = this.distinct;
+    if (this.pairCount + d > this.pairTerms.length) {
+      let size = this.pairTerms.length * 2;
+      while (size < this.pairCount + d) size *= 2;
+      const terms = new Int32Array(size);
+      terms.set(this.pairTerms.subarray(0, this.pairCount));
+      this.pairTerms = terms;
+      const tfs = new Uint16Array(size);
+      tfs.set(this.pairTfs.subarray(0, this.pairCount));
+      this.pairTfs = tfs;
+    }
+    const { rowTerms, rowCounts, seen, df, pairTerms, pairTfs } = this;
+    let p = this.pairCount;
+    for (let k = 0; k < d; k++) {
+      const id = rowTerms[k];
+      seen[id] = -1;
+      df[id]++;
+      pairTerms[p] = id;
+      pairTfs[p] = Math.min(rowCounts[k], 0xffff);
+      p++;
+    }
+    this.pairCount = p;
+    this.rowStart[row + 1] = p;
+    this.lengths[row] = this.tokens;
+    this.total += this.tokens;
+    this.distinct = 0;
+    this.tokens = 0;
+  }
+
+  /** The second pass (after every row was added), in steps of `stepRows` rows. */
+  *finish(stepRows: number): Steps<FieldIndex> {
+    const { rowCount, terms, df, rowStart, pairTerms, pairTfs } = this;
+    if (this.rowsAdded !== rowCount) throw new Error(`FieldIndexBuilder: ${this.rowsAdded} rows added of ${rowCount}`);
+    const offsets = new Uint32Array(terms.length + 1);
+    for (let t = 0; t < terms.length; t++) offsets[t + 1] = offsets[t] + df[t];
+    const cursor = offsets.slice(0, terms.length);
+    const rows = new Uint32Array(this.pairCount);
+    const tfs = new Uint16Array(this.pairCount);
+    for (let from = 0; from < rowCount; from += stepRows) {
+      const to = Math.min(rowCount, from + stepRows);
+      for (let row = from; row < to; row++) {
+        for (let k = rowStart[row]; k < rowStart[row + 1]; k++) {
+          const pos = cursor[pairTerms[k]]++;
+          rows[pos] = row;
+          tfs[pos] = pairTfs[k];
+        }
+      }
+      if (to < rowCount) yield;
+    }
+    return {
+      rowCount,
+      address: this.address,
+      termIds: this.termIds,
+      terms,
+      offsets,
+      rows,
+      tfs,
+      lengths: this.lengths,
+      avgLength: rowCount === 0 ? 0 : this.total / rowCount,
+    };
   }
 }
 
@@ -43,110 +376,44 @@ class Buffer32 {
  * field, in source order; tokens of all of them together form the field. With `tokenized`, the
  * callback appends tokens already (callers that cache the tokens of repeated values).
  */
-export function buildFieldIndex(
-  rowCount: number,
-  textsOf: (row: number, out: string[]) => void,
-  options: { address: boolean; tokenized?: boolean },
-): FieldIndex {
+export function buildFieldIndex(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): FieldIndex {
   return runNow(buildFieldIndexSteps(rowCount, textsOf, options));
 }
 
-/** Rows buildFieldIndexSteps reads or writes between two yields. */
-export const BUILD_STEP_ROWS = 64;
+/**
+ * Builds the index of one field from a row source that adds each row's tokens to the builder
+ * itself (`sourceOf` makes it for the builder, so it can keep term ids of repeated values), at
+ * once: the load path, which has nothing to interleave.
+ */
+export function buildFieldIndexOf(
+  rowCount: number,
+  sourceOf: (builder: FieldIndexBuilder) => (row: number) => void,
+  options: { address: boolean },
+): FieldIndex {
+  const builder = new FieldIndexBuilder(rowCount, options.address);
+  const addRow = sourceOf(builder);
+  for (let row = 0; row < rowCount; row++) {
+    addRow(row);
+    builder.endRow();
+  }
+  return runNow(builder.finish(rowCount));
+}
 
 /**
- * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of each pass, so a caller
- * can let other work run while a large index is built (compaction); the return value is the index.
+ * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of the first pass and
+ * every 8 * BUILD_STEP_ROWS of the second, so a caller can let other work run while a large index
+ * is built (compaction); the return value is the index.
  */
-export function* buildFieldIndexSteps(
-  rowCount: number,
-  textsOf: (row: number, out: string[]) => void,
-  options: { address: boolean; tokenized?: boolean },
-): Steps<FieldIndex> {
-  const termIds = new Map<string, number>();
-  const terms: string[] = [];
-  const lengths = new Uint32Array(rowCount);
-  const pairTerms = new Buffer32();
-  const pairTfs = new Buffer32();
-  const rowStart = new Uint32Array(rowCount + 1);
-  let df = new Uint32Array(1024);
-  let seen = new Int32Array(1024).fill(-1); // term -> index in rowTerms for the current row, or -1
-  const rowTerms: number[] = [];
-  const rowCounts: number[] = [];
-  const texts: string[] = [];
-  const tokens: string[] = [];
-  let total = 0;
-
+export function* buildFieldIndexSteps(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): Steps<FieldIndex> {
+  const builder = new FieldIndexBuilder(rowCount, options.address);
+  const strings: string[] = [];
   for (let row = 0; row < rowCount; row++) {
     if (row % BUILD_STEP_ROWS === BUILD_STEP_ROWS - 1) yield;
-    tokens.length = 0;
-    if (options.tokenized) textsOf(row, tokens);
-    else {
-      texts.length = 0;
-      textsOf(row, texts);
-      for (const t of texts) tokenizeInto(t, tokens);
-    }
-    rowTerms.length = 0;
-    rowCounts.length = 0;
-    for (let token of tokens) {
-      if (options.address) token = normalizeAddressToken(token);
-      let id = termIds.get(token);
-      if (id === undefined) {
-        id = terms.length;
-        termIds.set(token, id);
-        terms.push(token);
-        if (id >= df.length) {
-          const grownDf = new Uint32Array(df.length * 2);
-          grownDf.set(df);
-          df = grownDf;
-          const grownSeen = new Int32Array(seen.length * 2).fill(-1);
-          grownSeen.set(seen);
-          seen = grownSeen;
-        }
-      }
-      const at = seen[id];
-      if (at >= 0) rowCounts[at]++;
-      else {
-        seen[id] = rowTerms.length;
-        rowTerms.push(id);
-        rowCounts.push(1);
-      }
-    }
-    for (let k = 0; k < rowTerms.length; k++) {
-      const id = rowTerms[k];
-      seen[id] = -1;
-      df[id]++;
-      pairTerms.push(id);
-      pairTfs.push(Math.min(rowCounts[k], 0xffff));
-    }
-    lengths[row] = tokens.length;
-    total += tokens.length;
-    rowStart[row + 1] = pairTerms.length;
+    strings.length = 0;
+    textsOf(row, strings);
+    if (options.tokenized) for (const token of strings) builder.addToken(token);
+    else for (const text of strings) builder.addText(text);
+    builder.endRow();
   }
-
-  const offsets = new Uint32Array(terms.length + 1);
-  for (let t = 0; t < terms.length; t++) offsets[t + 1] = offsets[t] + df[t];
-  const cursor = offsets.slice(0, terms.length);
-  const postings = pairTerms.length;
-  const rows = new Uint32Array(postings);
-  const tfs = new Uint16Array(postings);
-  for (let row = 0; row < rowCount; row++) {
-    if (row % (BUILD_STEP_ROWS * 8) === BUILD_STEP_ROWS * 8 - 1) yield;
-    for (let k = rowStart[row]; k < rowStart[row + 1]; k++) {
-      const pos = cursor[pairTerms.data[k]]++;
-      rows[pos] = row;
-      tfs[pos] = pairTfs.data[k];
-    }
-  }
-  return {
-    rowCount,
-    address: options.address,
-    termIds,
-    terms,
-    offsets,
-    rows,
-    tfs,
-    lengths,
-    avgLength: rowCount === 0 ? 0 : total / rowCount,
-  };
+  return yield* builder.finish(BUILD_STEP_ROWS * 8);
 }
