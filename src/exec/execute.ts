@@ -31,6 +31,9 @@ import { respond, respondPage, type Counter, type ODataVersion, type PageContext
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
 import { copyJson, sourcesKey, type ResultCache, type RunResult } from './result-cache.js';
+
+/** The caller's sources as one key (the result cache's; the service keys its kept bodies by it too). */
+export { sourcesKey };
 import { collectScan } from './scan.js';
 import { collectSearch, SearchResults, type PreparedCall } from './search.js';
 import { collectText } from './text.js';

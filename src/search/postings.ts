@@ -44,12 +44,13 @@ const EMPTY_IDS = new Int32Array(0);
 /** Int32 per token entry of FieldIndexBuilder's table: pool start, length, term id. */
 const ENTRY = 3;
 
-function grownInt32(a: Int32Array, min: number, fill: number): Int32Array {
-  let size = a.length * 2;
+/** `a` grown (doubling) to at least `min` slots: its first `used` slots copied, the others `fill`. */
+function grown<T extends Int32Array | Uint16Array>(a: T, min: number, used = a.length, fill = 0): T {
+  let size = Math.max(1, a.length * 2);
   while (size < min) size *= 2;
-  const next = new Int32Array(size);
-  if (fill !== 0) next.fill(fill, a.length);
-  next.set(a);
+  const next = new (a.constructor as new (size: number) => T)(size);
+  if (fill !== 0) next.fill(fill, used);
+  next.set(used === a.length ? a : a.subarray(0, used));
   return next;
 }
 
@@ -98,14 +99,8 @@ export class TokenTable {
   /** Enters the token find just missed, with its term. */
   insert(chars: Uint16Array, len: number, h: number, term: number): void {
     const k = this.count++;
-    if ((k + 1) * ENTRY > this.entries.length) this.entries = grownInt32(this.entries, (k + 1) * ENTRY, 0);
-    if (this.poolLength + len > this.pool.length) {
-      let size = this.pool.length * 2;
-      while (size < this.poolLength + len) size *= 2;
-      const pool = new Uint16Array(size);
-      pool.set(this.pool.subarray(0, this.poolLength));
-      this.pool = pool;
-    }
+    if ((k + 1) * ENTRY > this.entries.length) this.entries = grown(this.entries, (k + 1) * ENTRY);
+    if (this.poolLength + len > this.pool.length) this.pool = grown(this.pool, this.poolLength + len, this.poolLength);
     this.pool.set(chars.subarray(0, len), this.poolLength);
     this.entries[k * ENTRY] = this.poolLength;
     this.entries[k * ENTRY + 1] = len;
@@ -279,8 +274,8 @@ export class FieldIndexBuilder {
       this.termIds.set(term, id);
       this.terms.push(term);
       if (id >= this.df.length) {
-        this.df = grownInt32(this.df, id + 1, 0);
-        this.seen = grownInt32(this.seen, id + 1, -1);
+        this.df = grown(this.df, id + 1);
+        this.seen = grown(this.seen, id + 1, this.seen.length, -1);
       }
     }
     table.insert(this.chars, len, h, id);
@@ -297,8 +292,8 @@ export class FieldIndexBuilder {
     }
     const d = this.distinct++;
     if (d === this.rowTerms.length) {
-      this.rowTerms = grownInt32(this.rowTerms, d + 1, 0);
-      this.rowCounts = grownInt32(this.rowCounts, d + 1, 0);
+      this.rowTerms = grown(this.rowTerms, d + 1);
+      this.rowCounts = grown(this.rowCounts, d + 1);
     }
     this.seen[id] = d;
     this.rowTerms[d] = id;
@@ -310,14 +305,8 @@ export class FieldIndexBuilder {
     const row = this.rowsAdded++;
     const d = this.distinct;
     if (this.pairCount + d > this.pairTerms.length) {
-      let size = this.pairTerms.length * 2;
-      while (size < this.pairCount + d) size *= 2;
-      const terms = new Int32Array(size);
-      terms.set(this.pairTerms.subarray(0, this.pairCount));
-      this.pairTerms = terms;
-      const tfs = new Uint16Array(size);
-      tfs.set(this.pairTfs.subarray(0, this.pairCount));
-      this.pairTfs = tfs;
+      this.pairTerms = grown(this.pairTerms, this.pairCount + d, this.pairCount);
+      this.pairTfs = grown(this.pairTfs, this.pairTerms.length, this.pairCount);
     }
     const { rowTerms, rowCounts, seen, df, pairTerms, pairTfs } = this;
     let p = this.pairCount;

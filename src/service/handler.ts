@@ -22,6 +22,7 @@ import {
 } from '../engine.js';
 import { QueryError } from '../errors.js';
 import type { RecordSource } from '../exec/page.js';
+import { sourcesKey } from '../exec/execute.js';
 import type { ParsedQuery } from '../odata/ast.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { RESOURCE_NAMES, type RecordResourceName, type ResourceName } from '../schema/types.js';
@@ -688,7 +689,7 @@ export function createHandler(options: HandlerOptions): Handler {
   function keptBody(request: ServiceRequest, response: ServiceResponse, sources: readonly string[], version: ODataVersion): ServiceResponse {
     const body = response.body;
     if (response.status !== 200 || !Buffer.isBuffer(body) || (request.method !== 'GET' && request.method !== 'HEAD')) return response;
-    const key = `${version}\u0000${sourcesKeyOf(sources)}\u0000${publicBase ?? request.origin}\u0000${request.header('prefer') ?? ''}\u0000${request.path}?${request.rawQuery}`;
+    const key = `${version}\u0000${sourcesKey(sources)}\u0000${publicBase ?? request.origin}\u0000${request.header('prefer') ?? ''}\u0000${request.path}?${request.rawQuery}`;
     const kept = bodies.same(key, body);
     return kept === body ? response : { status: 200, headers: response.headers, body: kept };
   }
@@ -826,15 +827,6 @@ function memberOf(body: unknown, name: string): unknown[] | undefined {
 
 function summaryResponse(s: ChangeSummary): ServiceResponse {
   return jsonResponse(200, { generation: s.generation, upserted: s.upserted, removed: s.removed, notFound: s.notFound });
-}
-
-/** The sources of a session as one key (a session's sources are one array for its life). */
-const sourcesKeys = new WeakMap<readonly string[], string>();
-
-function sourcesKeyOf(sources: readonly string[]): string {
-  let key = sourcesKeys.get(sources);
-  if (key === undefined) sourcesKeys.set(sources, (key = sources.join('\u0000')));
-  return key;
 }
 
 /** The schemas $metadata describes; a new table (an upsert that adds a field) means new XML. */
