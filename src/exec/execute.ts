@@ -149,7 +149,7 @@ export function execute(plan: Plan, gen: Generation, ctx: ExecContext, results: 
       : plan.access.kind === 'children'
         ? childRecords(plan, compiled.table, ctx)
         : new QueryRun(plan, gen, compiled, ctx);
-  return respondPage(plan, ctx, kept.page, kept.more, kept.count, records);
+  return respondPage(plan, ctx, kept.page, 0, kept.page.length, kept.more, kept.count, records);
 }
 
 /**

@@ -106,18 +106,31 @@ export function pageBytes(page: RecordSource, head: string, tail: string): Buffe
 export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: number | Counter, records: Projector): QueryResult {
   const { skip, rows, top } = plan.page;
   const more = ordered.length > skip + rows && (top === undefined || rows < top);
-  return respondPage(plan, ctx, ordered.subarray(skip, Math.min(ordered.length, skip + rows)), more, count, records);
+  return respondPage(plan, ctx, ordered, skip, Math.min(ordered.length, skip + rows), more, count, records);
 }
 
-/** The response for one page of results (row or group ids, in order), `more` when a next page follows. */
-export function respondPage(plan: Plan, ctx: PageContext, page: Uint32Array, more: boolean, count: number | Counter, records: Projector): QueryResult {
+/**
+ * The response for one page of results: `ordered[start..end)` (row or group ids, in order), `more`
+ * when a next page follows. The page is read in place: a typed array's `subarray` costs more than
+ * a one-record page's whole envelope.
+ */
+export function respondPage(
+  plan: Plan,
+  ctx: PageContext,
+  ordered: Uint32Array,
+  start: number,
+  end: number,
+  more: boolean,
+  count: number | Counter,
+  records: Projector,
+): QueryResult {
   const context = ctx.base + contextUrlOf(plan, ctx.version ?? '4.01');
   const counted = plan.count ? (typeof count === 'number' ? count : count.count()) : undefined;
   const plain = ctx.onPage === undefined ? null : (records.plainRecords ?? null);
   // the caller's own copy of the rows: it may keep or change them
-  if (plain !== null) ctx.onPage!({ ...plain, rows: page.slice() });
+  if (plain !== null) ctx.onPage!({ ...plain, rows: ordered.slice(start, end) });
   const value: Array<Record<string, JsonValue>> = [];
-  if (plain === null || ctx.plainPagesAsRows !== true) for (let i = 0; i < page.length; i++) value.push(records.record(page[i]));
+  if (plain === null || ctx.plainPagesAsRows !== true) for (let i = start; i < end; i++) value.push(records.record(ordered[i]));
   // key order: context, count, value, nextLink
   const result: { '@odata.context': string; '@odata.count'?: number; value: typeof value; '@odata.nextLink'?: string } =
     counted !== undefined ? { '@odata.context': context, '@odata.count': counted, value } : { '@odata.context': context, value };
