@@ -17,7 +17,8 @@
  *   each given a slot of 5× its idle median (at least 2 ms), so idle queries seldom queue behind
  *   each other. Latency is from the query's scheduled start to its answer, so it includes any time
  *   the query waited for the event loop (a change holding it); the service time (start of
- *   `engine.query` to its return) is kept apart. Measured idle on the loaded engine, then per
+ *   `engine.query` to its return) is kept apart. The engine's result cache is off, as in the
+ *   comparison: idle, it would answer the repeated queries without running them. Measured idle on the loaded engine, then per
  *   update stream (changes applied back to back, or at a fixed rate, in the same event loop) in
  *   alternating idle and streaming windows, so both see the same data and the same background
  *   load; the CPU share of each (CPU time over wall time) tells whether the OS held us back.
@@ -148,7 +149,10 @@ async function openEngine(size: number, dir: string, work: string, log: (line: s
   settledMemory();
   log(`${label}: Engine.open({ snapshot }) (${(snapshotBytes / 1e9).toFixed(2)} GB)`);
   const t = performance.now();
-  const engine = await Engine.open({ snapshot: cached, now: NOW });
+  // the result cache off: the idle windows repeat the same queries, which it would answer without
+  // executing them, while every change drops it, so the ratio would set execution under a stream
+  // against cache hits idle
+  const engine = await Engine.open({ snapshot: cached, now: NOW, resultCache: false });
   const snapshotOpenSeconds = seconds(t);
   if (Number.isNaN(saveSeconds)) {
     // The snapshot was cached: time the save of the unchanged engine into the work directory.
