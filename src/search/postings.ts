@@ -6,7 +6,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { runNow, type Steps } from '../util/steps.js';
-import { normalizeAddressToken, tokenize } from './tokenize.js';
+import { ASCII_WORD, NON_ASCII, normalizeAddressToken, tokenize } from './tokenize.js';
 
 export interface FieldIndex {
   /** Number of rows (listings) the index covers: BM25's N. */
@@ -34,10 +34,6 @@ export interface FieldIndexOptions {
 /** Rows buildFieldIndexSteps reads or writes between two yields. */
 export const BUILD_STEP_ROWS = 64;
 
-/** Tests a text for a character outside ASCII, which sends it to the tokenizer's Unicode path. */
-// eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
-const NON_ASCII = /[^\x00-\x7f]/;
-
 const HASH_SEED = 0x811c9dc5 | 0;
 const HASH_PRIME = 0x01000193;
 const EMPTY_IDS = new Int32Array(0);
@@ -53,15 +49,6 @@ function grown<T extends Int32Array | Uint16Array>(a: T, min: number, used = a.l
   next.set(used === a.length ? a : a.subarray(0, used));
   return next;
 }
-
-/**
- * The tokenizer's ASCII rule as a table: a letter or digit maps to its lower-case form, anything
- * else (a separator) to 0.
- */
-const ASCII_WORD = new Uint8Array(128);
-for (let c = 48; c <= 57; c++) ASCII_WORD[c] = c;
-for (let c = 97; c <= 122; c++) ASCII_WORD[c] = c;
-for (let c = 65; c <= 90; c++) ASCII_WORD[c] = c + 32;
 
 /**
  * Tokens (as the tokenizer gives them) to term ids, by open addressing over the tokens'
@@ -241,9 +228,7 @@ export class FieldIndexBuilder {
   }
 
   private growChars(): Uint16Array {
-    const next = new Uint16Array(this.chars.length * 2);
-    next.set(this.chars);
-    return (this.chars = next);
+    return (this.chars = grown(this.chars, this.chars.length + 1));
   }
 
   private termOfToken(token: string, table: TokenTable): number {

@@ -5,8 +5,18 @@
  */
 import { ADDRESS_NORMAL_FORM } from './usps.js';
 
+/** Tests a text for a character outside ASCII, which sends it to the Unicode path. */
 // eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
-const NON_ASCII = /[^\x00-\x7f]/;
+export const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The ASCII rule as a table: a letter or digit maps to its lower-case form, anything else (a
+ * separator) to 0. The fast path below and the index builder's byte scan (postings.ts) both read it.
+ */
+export const ASCII_WORD = new Uint8Array(128);
+for (let c = 48; c <= 57; c++) ASCII_WORD[c] = c;
+for (let c = 97; c <= 122; c++) ASCII_WORD[c] = c;
+for (let c = 65; c <= 90; c++) ASCII_WORD[c] = c + 32;
 const MARKS = /\p{M}+/gu;
 const SEPARATORS = /[^\p{L}\p{N}]+/u;
 
@@ -20,14 +30,13 @@ export function tokenizeInto(text: string, out: string[]): string[] {
   let lower = false;
   for (let i = 0; i <= text.length; i++) {
     const c = i < text.length ? text.charCodeAt(i) : 32;
-    const isUpper = c >= 65 && c <= 90;
-    const isWord = isUpper || (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
-    if (isWord) {
+    const w = ASCII_WORD[c];
+    if (w !== 0) {
       if (start < 0) {
         start = i;
         lower = false;
       }
-      if (isUpper) lower = true;
+      if (w !== c) lower = true;
     } else if (start >= 0) {
       const token = text.slice(start, i);
       out.push(lower ? token.toLowerCase() : token);
