@@ -1,7 +1,8 @@
 /**
  * The JSON text of whole records, kept so that the HTTP service does not build and stringify the
- * same row again for every page it appears in. A text is kept per table segment (a Table never
- * changes: a live change makes a new one, so a text can never be stale) and per field list (the
+ * same row again for every page it appears in. A text is kept per table lineage (table.ts
+ * `TableLineage`: the table segments a live change makes by appending rows, which read every older
+ * row the same, so a text can never be stale and serves every generation) and per field list (the
  * plan's `$select`), for the records `Table.record` builds: no `$ignorenulls`, navigation links
  * or expansions (page.ts hands only such pages here). DaysOnMarket depends on the clock: its
  * value is cut out of the text and written afresh per request. Texts are kept as UTF-8 bytes, so
@@ -16,8 +17,8 @@
  * The texts are bounded in all (about 32 MB: bytes counted, plus a fixed charge per row;
  * src/util/kept-rows.ts); past the bound the oldest texts go first, whatever table they belong to.
  */
-import type { Table } from '../store/table.js';
-import { getBit, newBitmap, setBit } from '../util/bits.js';
+import type { Table, TableLineage } from '../store/table.js';
+import { getBit, newBitmap, resizeBitmap, setBit } from '../util/bits.js';
 import { KeptRows } from '../util/kept-rows.js';
 
 /** One row's text as UTF-8: `head + DaysOnMarket's value + tail`, or all of it in `head` (tail null). */
@@ -37,11 +38,11 @@ export interface RecordSource {
   readonly rows: Uint32Array;
 }
 
-/** Texts of one table segment and field list, and where DaysOnMarket sits in them. */
+/** Texts of one table lineage and field list, and where DaysOnMarket sits in them. */
 interface Texts {
   readonly rows: Map<number, Entry>;
-  /** Rows written at least once (bitmap): a text is kept from the second time on. */
-  readonly seen: Uint32Array;
+  /** Rows written at least once (bitmap, grown with the lineage's tables): a text is kept from the second time on. */
+  seen: Uint32Array;
   /** The DaysOnMarket column's index when the field list has it, else -1. */
   readonly dom: number;
   /** `"DaysOnMarket":` as the records write it. */
@@ -96,7 +97,7 @@ function sameDays(texts: Texts, source: RecordSource, days: readonly (number | n
 }
 
 export class RecordTexts {
-  private readonly byTable = new WeakMap<Table, Map<string, Texts>>();
+  private readonly byLineage = new WeakMap<TableLineage, Map<string, Texts>>();
   /** The last bytes written per head and tail (insertion order: the oldest first). */
   private readonly pages = new Map<string, PageEntry>();
   private pageSize = 0;
@@ -126,7 +127,7 @@ export class RecordTexts {
    * `head + the texts of the page's rows joined by commas + tail` as UTF-8 bytes, or null as
    * `texts` is: the texts copied into one buffer, DaysOnMarket's value written in as of `nowMs`.
    * A page written again as it was last written (the same table segment, field list, rows,
-   * DaysOnMarket values, head and tail) gets the very same buffer back: a caller may keep what it
+   * DaysOnMarket values, head and tail; the same table lineage) gets the very same buffer back: a caller may keep what it
    * derived from it (the HTTP service its entity tag and compressed forms).
    */
   pageBytes(source: RecordSource, head: string, tail: string): Buffer | null {
@@ -194,6 +195,7 @@ export class RecordTexts {
   private entriesOf(source: RecordSource): Entry[] | null {
     const { table, fields, nowMs, rows } = source;
     const texts = this.textsOf(table, fields);
+    if (texts.seen.length * 32 < table.rowCount) texts.seen = resizeBitmap(texts.seen, table.rowCount);
     const { seen } = texts;
     let known = false;
     for (let i = 0; i < rows.length && !known; i++) known = getBit(seen, rows[i]);
@@ -225,8 +227,8 @@ export class RecordTexts {
   }
 
   private textsOf(table: Table, fields: readonly string[] | undefined): Texts {
-    let byFields = this.byTable.get(table);
-    if (byFields === undefined) this.byTable.set(table, (byFields = new Map<string, Texts>()));
+    let byFields = this.byLineage.get(table.lineage);
+    if (byFields === undefined) this.byLineage.set(table.lineage, (byFields = new Map<string, Texts>()));
     const key = fields === undefined ? '' : fields.join('\u0000');
     let texts = byFields.get(key);
     if (texts === undefined) {

@@ -11,8 +11,9 @@
  * deletes nulls and adds links and expansions): the copy is an object spread of the kept record
  * (V8 clones its shape whole) with every array and object value made afresh (collections, points)
  * and DaysOnMarket computed at the caller's `now`. Strings, numbers, booleans and null are shared,
- * being immutable. A Table never changes (a live change makes a new one), so a kept record can never
- * be stale; the records hang off the table's field-list entry and go with it.
+ * being immutable. Rows never change, so a kept record can never be stale; the records hang off the
+ * field-list entry of the table's lineage (table.ts `TableLineage`: the tables a live change makes
+ * by appending rows, which read every older row the same) and serve each generation of it.
  *
  * A record is kept the second time its row is read through a field list (a small direct-mapped
  * table of the rows last read remembers the first): rows read once, as when paging through a table,

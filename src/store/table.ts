@@ -4,6 +4,12 @@
  * stable field order (those of rows read again kept and copied: record-cache.ts). Upserts and removals make a new Table over longer views of the same arrays
  * (src/store/append/table-appender.ts) with a dead-row bitmap beside it (DESIGN.md, "Change"); a
  * Table itself never changes.
+ *
+ * Tables made one from another by appending rows share a `TableLineage`: every row a table of a
+ * lineage has reads the same in all of them (rows never change; the schema, its field order and
+ * every column's kind are the same), so what is derived from a row alone (kept records here, the
+ * service's record texts) is kept per lineage and serves every generation, not only the table it
+ * was first made for.
  */
 import type { TableSchema } from '../schema/table-schema.js';
 import type { ResourceName } from '../schema/types.js';
@@ -14,10 +20,17 @@ import { recordCache, RecordShape } from './record-cache.js';
 
 export type ColumnOfKind<K extends ColumnKind> = Extract<Column, { kind: K }>;
 
+/**
+ * The identity of tables whose rows read the same (see the file comment), and what is kept for
+ * their rows: record builders and kept records per field list ('' for every field), made on first
+ * use (record-cache.ts).
+ */
+export class TableLineage {
+  readonly shapes = new Map<string, RecordShape>();
+}
+
 export class Table {
   private readonly byName: ReadonlyMap<string, Column>;
-  /** Record builders and kept records per field list ('' for every field), made on first use (record-cache.ts). */
-  private readonly shapes = new Map<string, RecordShape>();
   readonly keyColumn: Utf8TextColumn;
 
   constructor(
@@ -30,6 +43,8 @@ export class Table {
     readonly rowCount: number,
     /** The engine's clock (epoch ms), for DaysOnMarket when no `now` is passed. */
     readonly clock: () => number,
+    /** Shared only with tables whose rows below this one's rowCount read the same (an appender's next table). */
+    readonly lineage: TableLineage = new TableLineage(),
   ) {
     this.byName = new Map(schema.fields.map((f, i) => [f.name, columns[i]]));
     const key = this.byName.get(schema.key);
@@ -71,15 +86,16 @@ export class Table {
 
   private shapeOf(fields: readonly string[] | undefined): RecordShape {
     const key = fields === undefined ? '' : fields.join('\u0000');
-    let shape = this.shapes.get(key);
+    const { shapes } = this.lineage;
+    let shape = shapes.get(key);
     if (shape === undefined) {
       shape = new RecordShape(
         this.schema.fields.map((f) => f.name),
         this.columns,
         fields,
       );
-      if (this.shapes.size >= MAX_SHAPES) this.shapes.clear();
-      this.shapes.set(key, shape);
+      if (shapes.size >= MAX_SHAPES) shapes.clear();
+      shapes.set(key, shape);
     }
     return shape;
   }

@@ -93,6 +93,31 @@ describe('cached record texts', () => {
     expect(fresh.slice(1)).toEqual(texts.slice(1));
   });
 
+  it('serve the rows a change left alone from the texts kept before it: the same page is the same buffer on the next generation', async () => {
+    const q = '$select=ListingKey,City,ListPrice&$orderby=ListingKey&$top=15';
+    const head = '{"value":[';
+    const bytesOf = (): Buffer | null => {
+      let page: RecordSource | undefined;
+      engine.query('Property', q, { onPage: (p) => (page = p), plainPagesAsRows: true });
+      return recordTexts.pageBytes(page!, head, ']}');
+    };
+    const whole = (key: unknown): Record<string, unknown> => engine.query('Property', `$filter=ListingKey eq '${String(key)}'`).value[0];
+    bytesOf();
+    const before = bytesOf();
+    expect(before).not.toBeNull();
+    const generation = engine.generation;
+    const outside = engine.query('Property', '$orderby=ListingKey desc&$top=1').value[0];
+    await engine.upsert('Property', [{ ...withoutDerived(outside), ListPrice: 777_777 }]);
+    expect(engine.generation).toBeGreaterThan(generation);
+    expect(bytesOf()).toBe(before);
+    const inside = engine.query('Property', q).value[3];
+    await engine.upsert('Property', [{ ...withoutDerived(whole(inside.ListingKey)), ListPrice: 888_888 }]);
+    const after = bytesOf();
+    expect(after).not.toBe(before);
+    expect(after!.toString()).toBe(`${head}${stringified(engine.query('Property', q)).join(',')}]}`);
+    expect(after!.toString()).toContain('888888');
+  });
+
   it('write a page as the UTF-8 bytes of its texts joined, non-ASCII text and DaysOnMarket included', async () => {
     const q = '$select=ListingKey,PublicRemarks,DaysOnMarket,ListPrice&$orderby=ListingKey&$top=12';
     const first = JSON.parse(expectSameTexts('$orderby=ListingKey&$top=1')[0]) as Record<string, unknown>;

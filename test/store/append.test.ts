@@ -322,6 +322,48 @@ describe('TableAppender: Property', () => {
     expect(small.rowOfKey('B')).toBe(-1);
   });
 
+  it('gives an appended table the lineage of the one before, so records kept for older rows serve it; a new one after added fields or a roll-back', () => {
+    const readAll = (t: Table): void => {
+      // twice: a row's record is kept from its second read on
+      for (let pass = 0; pass < 2; pass++) for (let row = 0; row < t.rowCount; row++) t.record(row, undefined, NOW);
+    };
+    const exact = (t: Table): void => {
+      for (let row = 0; row < t.rowCount; row++) expect(t.record(row, undefined, NOW)).toEqual(t.builtRecord(row, undefined, NOW));
+    };
+    const table = loadRecords({ Property: base }, { now }).Property;
+    const appender = new TableAppender(table);
+    readAll(table);
+    const kept = table.lineage.shapes.get('')!.kept;
+    expect(kept.size).toBeGreaterThan(0);
+
+    const t1 = appender.append(loadBatch('Property', props.slice(120, 130).map(strip), { now }));
+    expect(t1.lineage).toBe(table.lineage);
+    readAll(t1);
+    exact(t1);
+    // a roll-back: the rows past the checkpoint are written again, so the next table starts afresh
+    const restore = appender.checkpoint();
+    appender.append(loadBatch('Property', props.slice(130, 140).map(strip), { now }));
+    restore();
+    const t2 = appender.append(
+      loadBatch(
+        'Property',
+        props.slice(140, 150).map((r) => edit(r, { PublicRemarks: 'after the roll-back' })),
+        { now },
+      ),
+    );
+    expect(t2.lineage).not.toBe(t1.lineage);
+    expect(t2.record(t1.rowCount, undefined, NOW).PublicRemarks).toBe('after the roll-back');
+    exact(t2);
+    const t3 = appender.append(loadBatch('Property', props.slice(150, 155).map(strip), { now }));
+    expect(t3.lineage).toBe(t2.lineage);
+    // a field the table lacks: older rows read it as null, so their records differ
+    readAll(t3);
+    const t4 = appender.append(loadBatch('Property', [{ ...strip(props[155]), X_New: 1 }], { now }));
+    expect(t4.lineage).not.toBe(t3.lineage);
+    expect(t4.record(0, undefined, NOW)).toHaveProperty('X_New', null);
+    exact(t4);
+  });
+
   it('widens dictionary and collection codes past 65,535 values and converts between dictionary and text', () => {
     const N = 66_000;
     const base = Array.from({ length: N }, (_, i) => ({ ListingKey: `K${i}`, ListPrice: i, X_Code: `c${i % 7}`, X_Big: `big-${i}`, X_Tags: [`t${i % 5}`] }));

@@ -43,8 +43,8 @@ import { CATALOG } from '../../schema/catalog.js';
 import type { TableSchema } from '../../schema/table-schema.js';
 import type { ResourceName } from '../../schema/types.js';
 import type { ByteIndex } from '../byte-index.js';
-import { ParentKeyColumn, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
-import { Table } from '../table.js';
+import { ParentKeyColumn, type Column, type DaysOnMarketColumn, type Utf8TextColumn } from '../columns.js';
+import { Table, TableLineage } from '../table.js';
 import { runNow, type Steps } from '../../util/steps.js';
 import { GenerationKeyIndex, KeyDelta } from './key-delta.js';
 import { DaysOnMarketPart, PointPart } from './parts/derived.js';
@@ -77,6 +77,8 @@ export class TableAppender {
   private readonly delta: KeyDelta;
   private readonly clock: () => number;
   private current: Table;
+  /** Whether the next table starts a lineage of its own rather than continuing `current`'s (after a roll-back). */
+  private freshLineage = false;
 
   constructor(base: Table) {
     this.resource = base.resource;
@@ -164,6 +166,9 @@ export class TableAppender {
       Object.assign(this, { schemaNow, parts: partList, keyAt });
       this.delta.truncate(table.rowCount);
       this.current = table;
+      // the rows past the checkpoint are written again with other values: nothing kept for the
+      // tables made since may be read as theirs
+      this.freshLineage = true;
     };
   }
 
@@ -209,8 +214,26 @@ export class TableAppender {
     const columns = this.parts.map((p) => p.column(total));
     const keys = columns[this.keyAt] as Utf8TextColumn;
     this.delta.insert(keys, n, total, this.baseIndex);
-    this.current = new Table(resource, this.schemaNow, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock);
+    const lineage = this.lineageFor(columns);
+    this.current = new Table(resource, this.schemaNow, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock, lineage);
     return this.current;
+  }
+
+  /**
+   * The lineage of the next table: `current`'s when its rows read the same in the next one (the
+   * same schema, so the same fields in the same order), else a new one (fields added, or a
+   * roll-back since). Record builders are compiled per column kind, so the kinds are checked too,
+   * though appending keeps each column's kind (codes widen, values convert to the column's kind).
+   */
+  private lineageFor(columns: readonly Column[]): TableLineage {
+    const { current } = this;
+    const same =
+      !this.freshLineage &&
+      this.schemaNow === current.schema &&
+      columns.length === current.columns.length &&
+      columns.every((c, i) => c.kind === current.columns[i].kind);
+    this.freshLineage = false;
+    return same ? current.lineage : new TableLineage();
   }
 }
 
