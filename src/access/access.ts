@@ -75,6 +75,8 @@ interface TextIndex {
 export class TableAccess {
   private keyRankCache: Uint32Array | null = null;
   private keyOrderCache: Uint32Array | null = null;
+  /** Whether the key order or rank was asked for through `keyOrder` / `keyRank` (queries, merges), not only built by a compaction for itself. */
+  private keyOrderRead = false;
   private readonly sorted = new Map<string, Uint32Array>();
   private readonly sortedDesc = new Map<string, Uint32Array>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
@@ -206,14 +208,73 @@ export class TableAccess {
     }
   }
 
+  /**
+   * Steps that give `next`, the access of this table compacted (its live rows in key order: row i
+   * of the compacted table was row `rows[i]` here), every structure this access has built, derived
+   * from this one's in O(rows) — permutations filtered and renumbered, bitsets renumbered, counts
+   * made afresh, composite counts as they are (compaction keeps exactly the live rows) — so that
+   * queries on the compacted generation find them built, as they do after a change (`next`).
+   * Walk counts, a cache of their own, are left to be made on use.
+   */
+  *compactedSteps(next: TableAccess, rows: Uint32Array): Steps<void> {
+    const newRowOf = new Int32Array(this.table.rowCount).fill(-1);
+    for (let i = 0; i < rows.length; i++) {
+      newRowOf[rows[i]] = i;
+      if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
+    }
+    function* renumbered(perm: Uint32Array): Steps<Uint32Array> {
+      const out = new Uint32Array(rows.length);
+      let k = 0;
+      for (let i = 0; i < perm.length; i++) {
+        const row = newRowOf[perm[i]];
+        if (row >= 0) out[k++] = row;
+        if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
+      }
+      return out;
+    }
+    // compaction builds every table's key order for itself: carried only where it was asked for
+    if (this.keyOrderRead) yield* next.keyOrderSteps();
+    for (const [field, perm] of this.sorted) next.sorted.set(field, yield* renumbered(perm));
+    for (const [field, perm] of this.sortedDesc) next.sortedDesc.set(field, yield* renumbered(perm));
+    for (const [key, bits] of this.valueBitsCache) {
+      const out = newBitmap(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        if (getBit(bits, rows[i])) setBit(out, i);
+        if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
+      }
+      next.valueBitsCache.set(key, out);
+    }
+    for (const field of this.countsCache.keys()) {
+      const c = next.table.columnOf(field, 'dictionary')!;
+      const counts = new Uint32Array(c.dictionary.length);
+      for (let r = 0; r < next.table.rowCount; r++) {
+        counts[c.codes[r]]++;
+        if ((r & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
+      }
+      next.countsCache.set(field, counts);
+    }
+    for (const [key, count] of this.composite) next.composite.set(key, count);
+    for (const field of this.textIndexes.keys()) {
+      const index: TextIndex = { rows: new Map(), covered: 0 };
+      const column = next.table.column(field) as { get(row: number): string | null };
+      while (index.covered < next.table.rowCount) {
+        addTextRows(index, column, Math.min(next.table.rowCount, index.covered + STEP_ROWS));
+        yield;
+      }
+      next.textIndexes.set(field, index);
+    }
+  }
+
   /** Rank of each row's key in ascending ordinal order. */
   get keyRank(): Uint32Array {
+    this.keyOrderRead = true;
     if (!this.keyRankCache) this.buildKeyOrder();
     return this.keyRankCache!;
   }
 
   /** Rows in ascending key order (the inverse of keyRank). */
   get keyOrder(): Uint32Array {
+    this.keyOrderRead = true;
     if (!this.keyOrderCache) this.buildKeyOrder();
     return this.keyOrderCache!;
   }

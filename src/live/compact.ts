@@ -15,7 +15,7 @@ import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
 import { searchTokenSources } from '../search/indexes.js';
-import type { StoreIndexes, StoreAccess, TableAccess } from '../access/access.js';
+import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/access.js';
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
@@ -44,12 +44,18 @@ export interface Compacted {
   readonly indexes: StoreIndexes;
 }
 
+/** A compaction's result, with the row each compacted row was in the generation compacted (per table, ascending). */
+export interface CompactedFrom extends Compacted {
+  readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
+}
+
 /**
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
  * Run every step (each does a bounded piece of work); the generator's return value is the result.
  */
-export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<Compacted> {
+export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedFrom> {
   const tables = {} as Record<ResourceName, Table>;
+  const rows = {} as Record<ResourceName, Uint32Array>;
   // Property first: children link to its new rows.
   function* live(t: TableAccess): Steps<Uint32Array> {
     const order = yield* t.keyOrderSteps();
@@ -62,7 +68,7 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   }
   const oldProperty = store.Property;
   const propertyAccess = access.of(oldProperty);
-  const propertyRows = yield* live(propertyAccess);
+  const propertyRows = (rows.Property = yield* live(propertyAccess));
   tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
@@ -75,15 +81,16 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   };
   for (const r of CHILD_RESOURCES) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, yield* live(access.of(t)), { table: tables.Property, map: parentMap });
+    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), { table: tables.Property, map: parentMap });
   }
   // the roster, and Lookup (whose rows never die: gathered as they are)
   for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, yield* live(access.of(t)), null);
+    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), null);
   }
   // the EntityEvent log: the newest event of each record, in sequence order (DESIGN.md, "EntityEvent")
-  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, yield* keptEventSteps(store.EntityEvent, tables, retention), null);
+  rows.EntityEvent = yield* keptEventSteps(store.EntityEvent, tables, retention);
+  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, rows.EntityEvent, null);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];
@@ -103,7 +110,23 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   const Location = point('Location');
   yield;
   const RawLocation = point('RawLocation');
-  return { store: compacted, indexes: { search, points: { Location, RawLocation } } };
+  return { store: compacted, indexes: { search, points: { Location, RawLocation } }, rows };
+}
+
+/**
+ * The access structures of the compacted tables, given every structure the generation compacted
+ * had built for its own (TableAccess.compactedSteps), so that the first queries on the compacted
+ * generation do not pay for sorting or counting again what the queries before it had.
+ */
+export function* carriedAccessSteps(access: StoreAccess, compacted: CompactedFrom): Steps<Map<Table, TableAccess>> {
+  const out = new Map<Table, TableAccess>();
+  for (const r of RESOURCE_NAMES) {
+    const table = compacted.store.table(r);
+    const next = new TableAccess(table);
+    yield* access.of(access.store.table(r)).compactedSteps(next, compacted.rows[r]);
+    out.set(table, next);
+  }
+  return out;
 }
 
 /** Runs compaction to the end at once (snapshots of a changed engine). */
