@@ -20,6 +20,9 @@ import { SearchView } from '../search/live.js';
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
 const STEP_ROWS = 1 << 16;
 
+/** Rows of a text-value map made between two check points (each decodes a string and sets a map entry). */
+const TEXT_STEP_ROWS = 4096;
+
 /** New rows sorted at once without a check point before and after (beyond it, the sort is a step of its own). */
 const MERGE_STEP_ROWS = 4096;
 
@@ -258,7 +261,7 @@ export class TableAccess {
       const index: TextIndex = { rows: new Map(), covered: 0 };
       const column = next.table.column(field) as { get(row: number): string | null };
       while (index.covered < next.table.rowCount) {
-        addTextRows(index, column, Math.min(next.table.rowCount, index.covered + STEP_ROWS));
+        addTextRows(index, column, Math.min(next.table.rowCount, index.covered + TEXT_STEP_ROWS));
         yield;
       }
       next.textIndexes.set(field, index);
