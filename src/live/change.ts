@@ -460,6 +460,9 @@ export class ChangeWriter {
       if (removedUpTo === removedRows.length && rows === to) return propertyDead;
       return deadBitmap(wasDead, rows, removedRows.subarray(0, removedUpTo));
     };
+    // every appended slice's view reads the rows dead before the change (appended rows are alive
+    // until the removals): one bitmap of every row serves them all (a view reads only its own rows)
+    const deadBefore = deadSoFar(0, to);
     const noRows = removedRows.subarray(0, 0);
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
@@ -468,7 +471,7 @@ export class ChangeWriter {
       for (let a = from; a < to || (a === from && removedRows.length === 0);) {
         const started = performance.now();
         const end = Math.min(to, a + slices.next);
-        view = view.next({ from: a, to: end, dead: deadSoFar(0, end), removed: noRows, tokensOf: tokens[f] });
+        view = view.next({ from: a, to: end, dead: deadBefore, removed: noRows, tokensOf: tokens[f] });
         slices.took(end - a, performance.now() - started);
         a = end;
         await pacer.check();
