@@ -383,6 +383,9 @@ export class ChangeWriter {
     }
     // the events, appended to the log in the same generation as the change
     if (events.length > 0) {
+      // room first, in steps: the log's arrays are copied when they are not the appender's own yet
+      // (after a load or a compaction), 1.9M rows at 100k
+      await runYielding(appenders.EntityEvent.reserveSteps(events.length), pacer);
       let sequence = nextSequence(tables.EntityEvent);
       const writtenAt = this.clock();
       for (let at = 0; at < events.length; at += CHUNK_RECORDS) {

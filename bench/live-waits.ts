@@ -1,0 +1,158 @@
+/**
+ * What a query waits for while changes apply (BENCHMARKS.md "Live: the first query on a new
+ * generation, and the first after a compaction"): the live bench's schedule (each comparison
+ * family due every 5x its idle median, at least 2 ms) on the cached bench engine of a size, idle
+ * and then under a 100-listing change every 200 ms, with each query's latency split into its wait
+ * (from when it was due to its start) and its service time, the service time of the first run of
+ * a family on a new generation against its later runs, and the holds of the event loop by
+ * anything but the queries (from a turn's resume to the next `setImmediate`), by length.
+ *
+ *   npx tsx --expose-gc bench/live-waits.ts <listings> [compact]   (e.g. 100000)
+ *
+ * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
+ * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
+ * live bench caches (bench/.cache/bench-<size>-engine-*.snapshot).
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Engine } from '../src/engine.js';
+import { FAMILY_IDS, familiesOf } from './compare/families.js';
+import { Feed } from './live.bench.js';
+
+const size = Number(process.argv[2] ?? 100_000);
+const compacted = process.argv[3] === 'compact';
+const WINDOW_MS = 6_000;
+const cache = path.join(path.dirname(fileURLToPath(import.meta.url)), '.cache');
+const snapshot = readdirSync(cache).find((f) => f.startsWith(`bench-${size}-engine-`) && f.endsWith('.snapshot'));
+if (snapshot === undefined) throw new Error(`no cached engine snapshot of ${size} listings: run the live bench at that size first`);
+const engine = await Engine.open({
+  snapshot: path.join(cache, snapshot),
+  now: () => new Date('2025-06-01T00:00:00Z'),
+  resultCache: false,
+  compactFraction: false,
+});
+const feed = new Feed(size);
+const families = familiesOf(path.join(cache, `bench-${size}`));
+const mix = FAMILY_IDS.map((id) => ({ id, odata: families.odata[id] }));
+
+// Holds of the event loop: from a turn's resume to the next setImmediate, those not ending a query's turn.
+const holds: number[] = [];
+let resumed = 0;
+let resumedByQuery = false;
+let tracking = false;
+const original = globalThis.setImmediate;
+const QUERY_TURN = Symbol('query turn');
+globalThis.setImmediate = ((fn: ((...args: unknown[]) => void) & { [QUERY_TURN]?: true }, ...args: unknown[]) => {
+  if (tracking && !resumedByQuery) holds.push(performance.now() - resumed);
+  const byQuery = fn[QUERY_TURN] === true;
+  return original(() => {
+    resumed = performance.now();
+    resumedByQuery = byQuery;
+    fn(...args);
+  });
+}) as typeof setImmediate;
+const queryTurn = (): Promise<void> =>
+  new Promise((resolve) => {
+    const turn = Object.assign(() => resolve(), { [QUERY_TURN]: true as const });
+    setImmediate(turn);
+  });
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const quantile = (xs: readonly number[], q: number): number => {
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+};
+const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
+
+const idleMedian = mix.map((q) => {
+  const times: number[] = [];
+  for (let k = 0; k < 40; k++) {
+    const t = performance.now();
+    engine.query('Property', q.odata);
+    times.push(performance.now() - t);
+  }
+  return quantile(times.slice(10), 0.5);
+});
+const slots = idleMedian.map((m) => Math.max(2, 5 * m));
+await engine.apply(feed.change(1000).operations);
+for (const c of feed.changes(3, 100)) await engine.apply(c.operations);
+if (compacted) {
+  for (const c of feed.changes(16, 1000)) await engine.apply(c.operations);
+  await engine.compact();
+}
+
+interface Run {
+  readonly family: number;
+  readonly wait: number;
+  readonly service: number;
+  readonly first: boolean;
+}
+
+async function measure(streaming: boolean): Promise<Run[]> {
+  collect();
+  let stopped = false;
+  const stream = streaming
+    ? (async () => {
+        for (const c of feed.changes(Math.ceil(WINDOW_MS / 200) + 5, 100)) {
+          if (stopped) break;
+          const start = performance.now();
+          await engine.apply(c.operations);
+          const wait = 200 - (performance.now() - start);
+          if (wait > 0 && !stopped) await sleep(wait);
+        }
+      })()
+    : Promise.resolve();
+  const runs: Run[] = [];
+  const lastGeneration = new Map<number, number>();
+  holds.length = 0;
+  tracking = true;
+  let due = performance.now() + 1;
+  const end = due + WINDOW_MS;
+  for (let i = 0; due < end; i = (i + 1) % mix.length) {
+    while (performance.now() < due) await queryTurn();
+    const start = performance.now();
+    const first = lastGeneration.get(i) !== engine.generation;
+    lastGeneration.set(i, engine.generation);
+    engine.query('Property', mix[i].odata);
+    runs.push({ family: i, wait: start - due, service: performance.now() - start, first });
+    due += slots[i];
+  }
+  tracking = false;
+  stopped = true;
+  await stream;
+  return runs;
+}
+
+function report(label: string, runs: readonly Run[]): void {
+  console.log(`\n${label}`);
+  console.log('family | latency p95 | wait p95 | service p95 | service median, first run on a generation / later runs');
+  mix.forEach((q, i) => {
+    const mine = runs.filter((r) => r.family === i);
+    const firsts = mine.filter((r) => r.first).map((r) => r.service);
+    const later = mine.filter((r) => !r.first).map((r) => r.service);
+    console.log(
+      `${q.id} | ${quantile(
+        mine.map((r) => r.wait + r.service),
+        0.95,
+      ).toFixed(3)} | ${quantile(
+        mine.map((r) => r.wait),
+        0.95,
+      ).toFixed(3)} | ${quantile(
+        mine.map((r) => r.service),
+        0.95,
+      ).toFixed(
+        3,
+      )} | ${firsts.length ? quantile(firsts, 0.5).toFixed(3) : '—'} / ${later.length ? quantile(later, 0.5).toFixed(3) : '—'} (${firsts.length} first runs)`,
+    );
+  });
+  const bounds = [0.3, 0.5, 1, 2, 5, 10, 50];
+  const over = holds.filter((h) => h >= bounds[0]);
+  console.log(
+    `holds of the event loop by other work ≥ 0.3 ms: ${over.length}, ${over.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, max ${Math.max(0, ...holds).toFixed(1)} ms; ` +
+      bounds.map((b, k) => `${b}-${bounds[k + 1] ?? '∞'} ms: ${over.filter((h) => h >= b && h < (bounds[k + 1] ?? Infinity)).length}`).join(', '),
+  );
+}
+
+console.log(`${size.toLocaleString('en-US')} listings${compacted ? ', compacted after sixteen 1,000-listing changes' : ''}; windows of ${WINDOW_MS / 1000} s`);
+report('idle', await measure(false));
+report('under a 100-listing change every 200 ms', await measure(true));
