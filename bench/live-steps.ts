@@ -3,7 +3,9 @@
  * time-budgeted steps"): patches setImmediate, applies MLS-feed changes to the cached bench engine
  * of a size, and records each hold from a turn's resume to the next setImmediate, in wall time and
  * in process CPU time, attributed to the code that asked for the turn. With COMPACT=1 it times one
- * `engine.compact()` after the changes instead.
+ * `engine.compact()` after the changes instead; with AFTER_COMPACT=1 the changes after sixteen
+ * 1,000-listing changes and a compaction; with FIRST=1 the first change after opening the snapshot
+ * (the 1,000-listing change the others apply before measuring, which copies the loaded arrays).
  *
  *   npx tsx bench/live-steps.ts <listings> <listings per change> <changes>   (e.g. 100000 100 20)
  *
@@ -23,8 +25,11 @@ const snapshot = readdirSync(cache).find((f) => f.startsWith(`bench-${size}-engi
 if (snapshot === undefined) throw new Error(`no cached engine snapshot of ${size} listings: run the live bench at that size first`);
 const engine = await Engine.open({ snapshot: path.join(cache, snapshot), now: () => new Date('2025-06-01T00:00:00Z'), compactFraction: false });
 const feed = new Feed(size);
-await engine.apply(feed.change(1000).operations);
-for (const c of feed.changes(5, batch)) await engine.apply(c.operations);
+const first = feed.change(1000);
+if (process.env.FIRST !== '1') {
+  await engine.apply(first.operations);
+  for (const c of feed.changes(5, batch)) await engine.apply(c.operations);
+}
 
 const cpuMs = (since: NodeJS.CpuUsage): number => {
   const u = process.cpuUsage(since);
@@ -74,7 +79,15 @@ const start = (): void => {
   cpuAt = process.cpuUsage();
 };
 const t0 = performance.now();
-if (process.env.COMPACT === '1') {
+if (process.env.FIRST === '1') {
+  start();
+  await engine.apply(first.operations);
+} else if (process.env.AFTER_COMPACT === '1') {
+  for (const c of feed.changes(16, 1000)) await engine.apply(c.operations);
+  await engine.compact();
+  start();
+  for (const c of changes) await engine.apply(c.operations);
+} else if (process.env.COMPACT === '1') {
   for (const c of changes) await engine.apply(c.operations);
   start();
   await engine.compact();
@@ -86,7 +99,15 @@ recording = false;
 const q = (a: number[], p: number): string => a[Math.min(a.length - 1, Math.floor(p * a.length))].toFixed(2);
 wall.sort((a, b) => a - b);
 cpu.sort((a, b) => a - b);
-console.log(`${size} listings, ${process.env.COMPACT === '1' ? `a compaction after ${n}` : n} changes of ${batch}: ${(performance.now() - t0).toFixed(0)} ms`);
+const what =
+  process.env.FIRST === '1'
+    ? 'the first change after opening, 1000'
+    : process.env.COMPACT === '1'
+      ? `a compaction after ${n}`
+      : process.env.AFTER_COMPACT === '1'
+        ? `after a compaction, ${n}`
+        : String(n);
+console.log(`${size} listings, ${what} changes of ${batch}: ${(performance.now() - t0).toFixed(0)} ms`);
 console.log(
   `holds ${wall.length}; wall ms p50 ${q(wall, 0.5)} p99 ${q(wall, 0.99)} max ${q(wall, 1)}; CPU ms p50 ${q(cpu, 0.5)} p90 ${q(cpu, 0.9)} p99 ${q(cpu, 0.99)} max ${q(cpu, 1)}, over 5 ms ${cpu.filter((x) => x > 5).length}`,
 );
