@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../src/engine.js';
 import { FAMILY_IDS, familiesOf } from './compare/families.js';
-import { Feed } from './live.bench.js';
+import { Feed, quantile, scheduleSlots } from './live.bench.js';
 
 const size = Number(process.argv[2] ?? 100_000);
 const compacted = process.argv[3] === 'compact';
@@ -58,22 +58,9 @@ const queryTurn = (): Promise<void> =>
     setImmediate(turn);
   });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const quantile = (xs: readonly number[], q: number): number => {
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
-const idleMedian = mix.map((q) => {
-  const times: number[] = [];
-  for (let k = 0; k < 40; k++) {
-    const t = performance.now();
-    engine.query('Property', q.odata);
-    times.push(performance.now() - t);
-  }
-  return quantile(times.slice(10), 0.5);
-});
-const slots = idleMedian.map((m) => Math.max(2, 5 * m));
+const slots = scheduleSlots(engine, mix);
 await engine.apply(feed.change(1000).operations);
 for (const c of feed.changes(3, 100)) await engine.apply(c.operations);
 if (compacted) {

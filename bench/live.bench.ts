@@ -82,7 +82,7 @@ function idleP95(loaded: { latency: readonly number[] }, between: { latency: rea
 }
 
 /** Nearest-rank quantile of unsorted samples. */
-function quantile(samples: readonly number[], q: number): number {
+export function quantile(samples: readonly number[], q: number): number {
   if (samples.length === 0) return NaN;
   const sorted = Float64Array.from(samples).sort();
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
@@ -402,6 +402,22 @@ const WINDOWS = 3;
 /** A query's slot in the schedule, in multiples of its idle median: idle, the loop is busy about 1/SLOT_FACTOR of the time. */
 const SLOT_FACTOR = 5;
 
+/**
+ * Each query's slot in the schedule (ms): SLOT_FACTOR times its idle median, at least 2 ms, the
+ * median taken warm (plans cached, sorted orders built: the first 10 of 40 runs left out).
+ */
+export function scheduleSlots(engine: Engine, queries: ReadonlyArray<{ readonly odata: string }>): number[] {
+  return queries.map((q) => {
+    const times: number[] = [];
+    for (let k = 0; k < 40; k++) {
+      const t = performance.now();
+      engine.query('Property', q.odata);
+      times.push(performance.now() - t);
+    }
+    return Math.max(2, SLOT_FACTOR * quantile(times.slice(10), 0.5));
+  });
+}
+
 /** Bytes the OS could give this process now (MemAvailable), or os.freemem() where there is no /proc/meminfo. */
 function availableMemory(): number {
   try {
@@ -456,16 +472,7 @@ const bench: BenchFile = {
 
         // Slots from the idle service time (warm: plans cached, sorted orders built).
         log('warming the queries');
-        const idleMedian = mix.map((q) => {
-          const times: number[] = [];
-          for (let k = 0; k < 40; k++) {
-            const t = performance.now();
-            engine.query('Property', q.odata);
-            times.push(performance.now() - t);
-          }
-          return quantile(times.slice(10), 0.5);
-        });
-        const slots = idleMedian.map((m) => Math.max(2, SLOT_FACTOR * m));
+        const slots = scheduleSlots(engine, mix);
         const round = slots.reduce((a, b) => a + b, 0);
         log(`schedule: ${mix.map((q, i) => `${q.id} ${ms(slots[i])}`).join(', ')} ms (${ms(round)} ms a round)`);
 

@@ -153,6 +153,7 @@ export class TableAccess {
       }
       access.keyOrderCache = order;
       access.keyRankCache = rank;
+      access.keyOrderRead = this.keyOrderRead;
     }
     for (const [field, perm] of this.sorted) {
       const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
