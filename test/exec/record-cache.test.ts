@@ -69,6 +69,27 @@ describe('records kept between queries', () => {
     expect(whole).toEqual(before);
   });
 
+  it('stay exact across generations, through a change that failed after adding a field and rows, and one that added a field', async () => {
+    const q = '$orderby=ListingKey desc&$top=12';
+    const top = expectExact(q).value;
+    const newest = withoutDerived(top[0]);
+    const failing = engine.apply([
+      { resource: 'Property', upsert: [{ ...newest, ListingKey: 'ZZ-ROLLED-BACK', X_Rolled: 'yes', PublicRemarks: 'rolled back' }] },
+      { resource: 'OpenHouse', upsert: [{ OpenHouseKey: 'OH-ROLLED-BACK', ListingKey: 'NO-SUCH-LISTING' }] },
+    ]);
+    await expect(failing).rejects.toMatchObject({ code: 'MissingParent' });
+    // the rows the failed change wrote are written again by this one, with other values
+    await engine.upsert('Property', [{ ...newest, ListingKey: 'ZZ-WRITTEN-AGAIN', PublicRemarks: 'written again' }]);
+    let now = expectExact(q).value;
+    expect(now[0]).toMatchObject({ ListingKey: 'ZZ-WRITTEN-AGAIN', PublicRemarks: 'written again' });
+    expect(now.some((r) => 'X_Rolled' in r)).toBe(false);
+    expect(now.slice(1)).toEqual(top.slice(0, 11));
+    // a field added: older rows (their records kept before) read it as null
+    await engine.upsert('Property', [{ ...newest, ListingKey: 'ZZZ-WITH-A-FIELD', X_Added: 7 }]);
+    now = expectExact(q).value;
+    expect(now.map((r) => r.X_Added)).toEqual([7, ...Array<null>(11).fill(null)]);
+  });
+
   it('follow upserts and removals', async () => {
     const q = '$orderby=ListingKey&$top=10';
     const first = expectExact(q).value;
