@@ -27,7 +27,7 @@ import { Expansions, type ExpandEnv } from './expand.js';
 import { collectGeo, geoResidual } from './geo.js';
 import { collectBits, lookupBits, lookupCount } from './lookup.js';
 import { orderRows, type SortKey } from './order.js';
-import { respond, respondPage, type Counter, type ODataVersion, type PageContext, type Projector, type QueryResult } from './page.js';
+import { morePages, respond, respondPage, type Counter, type ODataVersion, type PageContext, type Projector, type QueryResult } from './page.js';
 import { project } from './project.js';
 import { collectRange, rangeOf } from './range.js';
 import { copyJson, sourcesKey, type ResultCache, type RunResult } from './result-cache.js';
@@ -167,8 +167,8 @@ function resultsCacheable(plan: Plan, table: Table): boolean {
 
 /** What a run kept for the next: the page cut from the ordered results, the count if asked, an $apply page's result rows. */
 function runResultOf(plan: Plan, { ordered, count, records }: Outcome): RunResult {
-  const { skip, rows, top } = plan.page;
-  const more = ordered.length > skip + rows && (top === undefined || rows < top);
+  const { skip, rows } = plan.page;
+  const more = morePages(plan, ordered.length - skip);
   const page = ordered.slice(skip, skip + rows);
   const counted = !plan.count ? -1 : typeof count === 'number' ? count : count.count();
   if (plan.grouping === null) return { page, more, count: counted, groups: null };

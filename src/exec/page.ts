@@ -104,9 +104,17 @@ export function pageBytes(page: RecordSource, head: string, tail: string): Buffe
  * more remain; the count is asked only under $count=true.
  */
 export function respond(plan: Plan, ctx: PageContext, ordered: Uint32Array, count: number | Counter, records: Projector): QueryResult {
-  const { skip, rows, top } = plan.page;
-  const more = ordered.length > skip + rows && (top === undefined || rows < top);
-  return respondPage(plan, ctx, ordered, skip, Math.min(ordered.length, skip + rows), more, count, records);
+  const { skip, rows } = plan.page;
+  return respondPage(plan, ctx, ordered, skip, Math.min(ordered.length, skip + rows), morePages(plan, ordered.length - skip), count, records);
+}
+
+/**
+ * Whether a next page follows the plan's page, given `fromPage` results from the page's first on
+ * (at least the page and one more when more remain) and that `$top` leaves room for one.
+ */
+export function morePages(plan: Plan, fromPage: number): boolean {
+  const { rows, top } = plan.page;
+  return fromPage > rows && (top === undefined || rows < top);
 }
 
 /**

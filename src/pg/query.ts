@@ -13,7 +13,7 @@
  * "PostgreSQL backend").
  */
 import { QueryError } from '../errors.js';
-import { contextFragment, contextOf, nextPageOf, type ODataVersion, type QueryResult } from '../exec/page.js';
+import { contextFragment, contextOf, morePages, nextPageOf, type ODataVersion, type QueryResult } from '../exec/page.js';
 import type { BoundOrderKey } from '../plan/bind.js';
 import type { Bound } from '../plan/bound.js';
 import type { Plan, SearchNode } from '../plan/plan.js';
@@ -285,12 +285,6 @@ function envelope(plan: Plan, ctx: RunContext, value: Array<Record<string, JsonV
   };
 }
 
-/** Whether a page that found `found` rows (at most rows + 1) has more after it that the request may page to. */
-function hasMore(plan: Plan, found: number): boolean {
-  const { rows, top } = plan.page;
-  return found > rows && (top === undefined || rows < top);
-}
-
 /** Runs a plan: the envelope of SERVICE.md §5, equal to the in-memory engine's for the same data. */
 export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult> {
   const scope = await scopeOf(plan, ctx);
@@ -321,7 +315,7 @@ export async function runPlan(plan: Plan, ctx: RunContext): Promise<QueryResult>
   const base = 2 + keys.length + refs.length;
   const records = await projectRows(plan, ctx, reader, rows, { key: 1, refs: 2 + keys.length, record: base }, refs);
   const last = rows[rows.length - 1];
-  const more = hasMore(plan, result.length);
+  const more = morePages(plan, result.length);
   const token = !more ? null : ordering.keys === null ? OFFSET_TOKEN : keysetToken(keys.map((_, i) => (last[2 + i] as string | null) ?? null));
   return envelope(plan, ctx, records, n, token);
 }
@@ -396,7 +390,7 @@ async function runGrouping(plan: Plan, ctx: RunContext, scope: Scope): Promise<Q
     n = Number(Object.values(r.rows[0])[0]);
   }
   const value = rows.slice(0, page.rows).map((row) => grouped.decode(row));
-  return envelope(plan, ctx, value, n, hasMore(plan, rows.length) ? OFFSET_TOKEN : null);
+  return envelope(plan, ctx, value, n, morePages(plan, rows.length) ? OFFSET_TOKEN : null);
 }
 
 /** One record by key with the plan's projection and expansions, or null when no record with the key is visible. */
