@@ -18,7 +18,7 @@ import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes
 import { SearchView } from '../search/live.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
-const STEP_ROWS = 1 << 16;
+const STEP_ROWS = 1 << 13;
 
 /** Rows of a text-value map made between two check points (each decodes a string and sets a map entry). */
 const TEXT_STEP_ROWS = 4096;

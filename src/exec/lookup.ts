@@ -7,6 +7,7 @@
 import type { CodeTerm, TableAccess } from '../access/access.js';
 import type { LookupTerm } from '../plan/plan.js';
 import { popcount32, wordsFor } from '../util/bits.js';
+import { Uint32List } from '../util/uint32-list.js';
 
 /**
  * One bitset per lookup term: the value's own cached bitset when the term has one value (no
@@ -101,7 +102,9 @@ function countAnd(access: TableAccess, terms: readonly LookupTerm[]): number {
 
 /** The rows of a bitset that `accept` allows, ascending. */
 export function collectBits(bits: Uint32Array, accept: (row: number) => boolean): Uint32Array {
-  const out: number[] = [];
+  let bound = 0;
+  for (let w = 0; w < bits.length; w++) if (bits[w] !== 0) bound += popcount32(bits[w]);
+  const out = new Uint32List(bound);
   for (let w = 0; w < bits.length; w++) {
     let word = bits[w];
     while (word !== 0) {
@@ -110,7 +113,7 @@ export function collectBits(bits: Uint32Array, accept: (row: number) => boolean)
       word &= word - 1;
     }
   }
-  return Uint32Array.from(out);
+  return out.done();
 }
 
 /** Rows holding any of the term's values (the planner's lookup statistic), or null when the field is not dictionary-coded. */

@@ -8,6 +8,7 @@ import type { Bound } from '../plan/bound.js';
 import type { Table } from '../store/table.js';
 import { partitionPoint } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
+import { Uint32List } from '../util/uint32-list.js';
 
 export interface Slice {
   readonly start: number;
@@ -44,7 +45,7 @@ export function rangeOf(perm: Uint32Array, table: Table, field: string, top: rea
 
 /** Every row of the slice that `accept` allows, ascending by row. */
 export function collectRange(perm: Uint32Array, slice: Slice, accept: (row: number) => boolean): Uint32Array {
-  const out: number[] = [];
+  const out = new Uint32List(slice.end - slice.start);
   for (let i = slice.start; i < slice.end; i++) if (accept(perm[i])) out.push(perm[i]);
-  return Uint32Array.from(out).sort();
+  return out.done().sort();
 }

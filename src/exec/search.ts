@@ -9,6 +9,7 @@ import type { SearchNode } from '../plan/plan.js';
 import { evaluateSearch, type PreparedSearch, type SearchMatch } from '../search/bm25.js';
 import { lowerBound } from '../util/binary-search.js';
 import { getBit, newBitmap, setBit } from '../util/bits.js';
+import { Uint32List } from '../util/uint32-list.js';
 
 /** A search.text call prepared against one generation's search view (term ids, min_matches). */
 export interface PreparedCall {
@@ -19,9 +20,9 @@ export interface PreparedCall {
 /** The rows a search.text call matches that `accept` allows, ascending. */
 export function collectSearch(gen: Generation, call: PreparedCall, accept: (row: number) => boolean): Uint32Array {
   const match = evaluateSearch(gen.access.search[call.node.field], call.prepared);
-  const out: number[] = [];
+  const out = new Uint32List(match.rows.length);
   for (const row of match.rows) if (accept(row)) out.push(row);
-  return Uint32Array.from(out);
+  return out.done();
 }
 
 /** One query's search.text results, each evaluated on first use. */

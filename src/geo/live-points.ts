@@ -10,6 +10,10 @@
  */
 import RBush from 'rbush';
 import { Circle, cosLat, type PointIndex } from './point-index.js';
+import { runNow, type Steps } from '../util/steps.js';
+
+/** Points inserted into the appended tree between two check points of `nextSteps`. */
+const INSERT_CHECK_POINTS = 16;
 
 /** What one change appends to a point column. */
 export interface PointChange {
@@ -82,6 +86,11 @@ export class PointView {
    * a newer view already extended, so it starts a new tree holding this view's appended points.
    */
   next(change: PointChange): PointView {
+    return runNow(this.nextSteps(change));
+  }
+
+  /** `next` as steps: a check point every INSERT_CHECK_POINTS points inserted one by one. */
+  *nextSteps(change: PointChange): Steps<PointView> {
     const { from, to, lon, lat, has } = change;
     if (from !== this.rowCount) throw new RangeError(`a change from row ${from} to a view of ${this.rowCount} rows`);
     if (!Number.isInteger(to) || to < from) throw new RangeError(`a change of rows [${from}, ${to})`);
@@ -97,9 +106,11 @@ export class PointView {
     if (tail.rows !== this.rowCount || added.length >= this.appended) {
       tail = Appended.load(tail.items.slice(0, this.appended).concat(added), to);
     } else {
-      for (const item of added) {
-        tail.tree.insert(item);
-        tail.items.push(item);
+      for (let i = 0; i < added.length; i++) {
+        // an older view ignores items at or past its row count, so one reading meanwhile is unmoved
+        tail.tree.insert(added[i]);
+        tail.items.push(added[i]);
+        if (i % INSERT_CHECK_POINTS === INSERT_CHECK_POINTS - 1) yield;
       }
       tail.rows = to;
     }

@@ -20,7 +20,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { Pacer, runYielding, SliceSizer } from '../util/steps.js';
+import { Pacer, runYielding } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -47,21 +47,13 @@ import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { type ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
-import { newLookupRecords } from '../store/lookups.js';
+import { newLookupRecordSteps } from '../store/lookups.js';
 import { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { DAY_MS } from '../store/temporal.js';
 
 /** Records read and appended per step at most (the change writer sizes its chunks to the step budget below this). */
 export const CHUNK_RECORDS = 512;
-/** Records read between two check points. */
-const RECORD_CHECK = 8;
-/** Listings whose children are sorted between two check points. */
-const CHILDREN_CHECK_ROWS = 16;
-/** Listings a search view takes in or out in a change's first slice (later slices are sized by the time it took). */
-const SEARCH_FIRST_ROWS = 8;
-/** Listings per search view slice at most (each slice copies the dead bitmap). */
-const SEARCH_MAX_ROWS = 4096;
 
 /** One operation of a change. */
 export type ChangeOperation =
@@ -325,7 +317,7 @@ export class ChangeWriter {
         const line = (l: number): number => numbers[at + l - 1];
         for (let i = 0; i < size; i++) {
           renumbered(() => reader.add(upserts[at + i], i + 1), line);
-          if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
+          if (pacer.due()) await pacer.turn();
         }
         const batch = renumbered(() => reader.finish(), line);
         await pacer.check();
@@ -336,6 +328,7 @@ export class ChangeWriter {
         // the same key in this chunk (the later version wins).
         const inChunk = new Map<string, number>();
         for (let row = before.rowCount; row < after.rowCount; row++) {
+          if (pacer.due()) await pacer.turn();
           const key = after.keyOf(row);
           const old = inChunk.get(key) ?? before.rowOfKey(key);
           inChunk.set(key, row);
@@ -372,10 +365,13 @@ export class ChangeWriter {
     }
 
     // the Lookup rows of values (and lookups) the new rows bring, in this same generation
-    const lookups = newLookupRecords(
-      (r) => tables[r],
-      (r) => store0.table(r),
-      (key) => tables.Lookup.rowOfKey(key) >= 0,
+    const lookups = await runYielding(
+      newLookupRecordSteps(
+        (r) => tables[r],
+        (r) => store0.table(r),
+        (key) => tables.Lookup.rowOfKey(key) >= 0,
+      ),
+      pacer,
     );
     if (lookups.length > 0) {
       await runYielding(appenders.Lookup.reserveSteps(lookups.length), pacer);
@@ -393,7 +389,7 @@ export class ChangeWriter {
         const end = Math.min(events.length, at + CHUNK_RECORDS);
         for (let i = at; i < end; i++) {
           reader.add(eventRecord(sequence++, events[i], writtenAt), i - at + 1);
-          if ((i & (RECORD_CHECK - 1)) === RECORD_CHECK - 1) await pacer.check();
+          if (pacer.due()) await pacer.turn();
         }
         const batch = reader.finish();
         await pacer.check();
@@ -412,12 +408,11 @@ export class ChangeWriter {
       const lists = children[c];
       const compare = childComparator(tables[c], CATALOG[c].childOrder);
       const changed = new Map<number, Uint32Array>();
-      let sorted = 0;
       for (const p of lists.dirty) {
         if (isDead('Property', p)) continue;
         const live = Array.from(lists.of(p)).filter((row) => !isDead(c, row));
         changed.set(p, Uint32Array.from(live).sort(compare));
-        if (++sorted % CHILDREN_CHECK_ROWS === 0) await pacer.check();
+        if (pacer.due()) await pacer.turn();
       }
       grouped[c] = ChildOverlay.over(lists.before, changed);
     }
@@ -454,46 +449,15 @@ export class ChangeWriter {
     const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
     const tokens = searchTokenSources(property);
-    // A view's next() reads every token of the rows it adds and removes: in slices sized to the
-    // step budget (by the time the last slice took), appended ranges first (no new dead rows yet),
-    // then removals, each slice a view of its own over the dead rows so far, so no step holds the
-    // event loop for long.
-    const wasDead = access0.Property.dead;
-    const deadSoFar = (removedUpTo: number, rows: number): Uint32Array => {
-      if (removedUpTo === removedRows.length && rows === to) return propertyDead;
-      return deadBitmap(wasDead, rows, removedRows.subarray(0, removedUpTo));
-    };
-    // every appended slice's view reads the rows dead before the change (appended rows are alive
-    // until the removals): one bitmap of every row serves them all (a view reads only its own rows)
-    const deadBefore = deadSoFar(0, to);
-    const noRows = removedRows.subarray(0, 0);
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
-      let view = g0.access.search[f];
-      const slices = new SliceSizer(pacer, SEARCH_FIRST_ROWS, 1, SEARCH_MAX_ROWS);
-      for (let a = from; a < to || (a === from && removedRows.length === 0);) {
-        const started = performance.now();
-        const end = Math.min(to, a + slices.next);
-        view = view.next({ from: a, to: end, dead: deadBefore, removed: noRows, tokensOf: tokens[f] });
-        slices.took(end - a, performance.now() - started);
-        a = end;
-        await pacer.check();
-        if (a === to) break;
-      }
-      for (let k = 0; k < removedRows.length;) {
-        const started = performance.now();
-        const end = Math.min(removedRows.length, k + slices.next);
-        view = view.next({ from: to, to, dead: deadSoFar(end, to), removed: removedRows.subarray(k, end), tokensOf: tokens[f] });
-        slices.took(end - k, performance.now() - started);
-        k = end;
-        await pacer.check();
-      }
-      search[f] = view;
+      const change = { from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] };
+      search[f] = await runYielding(g0.access.search[f].nextSteps(change), pacer);
     }
     const points = {} as Record<'Location' | 'RawLocation', PointView>;
     for (const f of ['Location', 'RawLocation'] as const) {
       const c = property.columnOf(f, 'point')!;
-      points[f] = g0.access.points[f].next({ from, to, lon: c.lon, lat: c.lat, has: (row) => getBit(c.validity, row) });
+      points[f] = await runYielding(g0.access.points[f].nextSteps({ from, to, lon: c.lon, lat: c.lat, has: (row) => getBit(c.validity, row) }), pacer);
     }
 
     const store = new Store(tables, grouped, store0.report, store0.accounts, store0.profiles, store0.now);

@@ -48,10 +48,32 @@ export function lookupNameOf(field: Pick<FieldDef, 'lookup'>): string | null {
 }
 
 /**
+ * The keys made so far by LookupName and value: a change looks up the key of every lookup value
+ * its new rows use (to find the ones the Lookup table lacks), and a SHA-256 per value was most of
+ * that. Bounded: past LOOKUP_KEYS_KEPT keys it starts again.
+ */
+const lookupKeys = new Map<string, Map<string, string>>();
+let lookupKeyCount = 0;
+const LOOKUP_KEYS_KEPT = 1 << 18;
+
+/**
  * A Lookup row's key: the first 16 hex digits of SHA-256 over LookupName, a NUL and the value. A
  * function of the pair alone, so the same value has the same key in every run, data set, snapshot
  * and generation, and a client can compute it; opaque, URL-safe and of one length.
  */
 export function lookupKey(name: string, value: string): string {
-  return createHash('sha256').update(`${name}\u0000${value}`).digest('hex').slice(0, 16);
+  let keys = lookupKeys.get(name);
+  if (keys === undefined) lookupKeys.set(name, (keys = new Map<string, string>()));
+  let key = keys.get(value);
+  if (key === undefined) {
+    key = createHash('sha256').update(`${name}\u0000${value}`).digest('hex').slice(0, 16);
+    if (++lookupKeyCount > LOOKUP_KEYS_KEPT) {
+      lookupKeys.clear();
+      lookupKeyCount = 1;
+      lookupKeys.set(name, keys);
+      keys.clear();
+    }
+    keys.set(value, key);
+  }
+  return key;
 }

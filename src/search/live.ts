@@ -41,6 +41,11 @@ import { getBit } from '../util/bits.js';
 import type { FieldIndex } from './postings.js';
 import { Lexicon, lexiconOf, type Vocabulary } from './lexicon.js';
 import { normalizeAddressToken } from './tokenize.js';
+import { runNow, type Steps } from '../util/steps.js';
+import { Uint32List } from '../util/uint32-list.js';
+
+/** Dead holders counted between two check points of `DeadCounts.plusSteps`. */
+const DEAD_TERMS_STEP = 256;
 
 export interface SearchChange {
   /** Rows appended by this change: [from, to) of the new generation (from = previous view's rowCount). */
@@ -160,8 +165,11 @@ class DeadCounts {
     return node === undefined ? 0 : node.counts![id & 31];
   }
 
-  /** These counts plus one for each id in `ids` (repeats count again). */
-  plus(ids: ArrayLike<number>): DeadCounts {
+  /**
+   * These counts plus one for each id in `ids` (repeats count again), in steps: a check point
+   * every DEAD_TERMS_STEP ids (the nodes it copies are its own until it returns).
+   */
+  *plusSteps(ids: ArrayLike<number>): Steps<DeadCounts> {
     if (ids.length === 0) return this;
     const edit = {};
     let root = this.root;
@@ -192,22 +200,13 @@ class DeadCounts {
         node = kid;
       }
       node.counts![id & 31]++;
+      if (i % DEAD_TERMS_STEP === DEAD_TERMS_STEP - 1) yield;
     }
     return new DeadCounts(root, shift);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/**
- * The term ids of tokens, in order. A loop rather than `Int32Array.from(tokens, map)`, which goes
- * through the iterator protocol and a temporary list: a quarter of what a change allocated.
- */
-function idsOf(tokens: readonly string[], idOf: (token: string) => number): Int32Array {
-  const ids = new Int32Array(tokens.length);
-  for (let i = 0; i < tokens.length; i++) ids[i] = idOf(tokens[i]);
-  return ids;
-}
 
 export class SearchView {
   /** Whether address normalization, prefix and fuzzy matching apply (RawAddressSearchText). */
@@ -244,6 +243,17 @@ export class SearchView {
 
   /** The next generation's view; this one is left as it is. See the file comment for the contract. */
   next(change: SearchChange): SearchView {
+    return runNow(this.nextSteps(change));
+  }
+
+  /**
+   * `next` as steps: a check point after each row read or appended and every DEAD_TERMS_STEP dead
+   * holders counted, so a change runs it between queries. Every row's tokens are read and checked
+   * before anything shared is written (a throw leaves the tail as it was); the appended rows then
+   * go to the shared tail, which the older views read only below their own row and term counts.
+   * One view is made, at the end, and the trie of dead holders is copied once for the change.
+   */
+  *nextSteps(change: SearchChange): Steps<SearchView> {
     const { from, to, dead, removed, tokensOf } = change;
     const { base } = this;
     if (from !== this.rowCount || !(to >= from) || !Number.isInteger(to)) {
@@ -254,15 +264,17 @@ export class SearchView {
     if (to > from && tail.rowCount !== from)
       throw new Error(`SearchView.next: only the newest view of its lineage (row count ${tail.rowCount}) can append rows; this one has ${from}`);
     const normalize = this.address ? normalizeAddressToken : null;
-    const read = (row: number, out: string[]): void => {
-      const start = out.length;
-      tokensOf(row, out);
-      if (normalize) for (let i = start; i < out.length; i++) out[i] = normalize(out[i]);
+    const tokens: string[] = [];
+    const read = (row: number): void => {
+      tokens.length = 0;
+      tokensOf(row, tokens);
+      if (normalize) for (let i = 0; i < tokens.length; i++) tokens[i] = normalize(tokens[i]);
     };
 
     // 1. Read every token and resolve it to its term id first (tokensOf is the only outside code),
     //    checking the change, so that a throw leaves the shared tail untouched. A term new to the
-    //    lineage gets the id it will have once added (ids follow first appearance).
+    //    lineage gets the id it will have once added (ids follow first appearance). Each row's
+    //    token strings are dropped once it is read: only ids are kept.
     const fresh: string[] = [];
     const freshIds = new Map<string, number>();
     const idOf = (t: string, adding: boolean): number => {
@@ -272,15 +284,16 @@ export class SearchView {
       fresh.push(t);
       return tail.firstId + tail.terms.length + fresh.length - 1;
     };
-    const tokens: string[] = [];
+    const appendedIds = new Uint32List();
     const appendedEnds = new Uint32Array(to - from + 1);
     for (let row = from; row < to; row++) {
-      read(row, tokens);
-      appendedEnds[row - from + 1] = tokens.length;
+      read(row);
+      for (let i = 0; i < tokens.length; i++) appendedIds.push(idOf(tokens[i], true));
+      appendedEnds[row - from + 1] = appendedIds.length;
+      yield;
     }
-    const appendedIds = idsOf(tokens, (t) => idOf(t, true));
-    tokens.length = 0;
-    const removedEnds = new Uint32Array(removed.length + 1);
+    // one dead holder more for each distinct term of each removed row
+    const deadTerms = new Uint32List();
     const once = new Set<number>();
     let removedLength = 0;
     for (let i = 0; i < removed.length; i++) {
@@ -289,17 +302,20 @@ export class SearchView {
         throw new RangeError(`SearchView.next: removed row ${row} is not a row that was alive and is dead now (or is listed twice)`);
       }
       once.add(row);
-      const start = tokens.length;
-      read(row, tokens);
-      removedEnds[i + 1] = tokens.length;
-      const length = tokens.length - start;
+      read(row);
       const indexed = row < from ? this.lengthOf(row) : appendedEnds[row - from + 1] - appendedEnds[row - from];
-      if (length !== indexed) throw new Error(`SearchView.next: removed row ${row} has ${length} tokens, but was indexed with ${indexed}`);
-      removedLength += length;
+      if (tokens.length !== indexed) throw new Error(`SearchView.next: removed row ${row} has ${tokens.length} tokens, but was indexed with ${indexed}`);
+      removedLength += tokens.length;
+      const ids = new Int32Array(tokens.length);
+      for (let k = 0; k < tokens.length; k++) {
+        ids[k] = idOf(tokens[k], false);
+        if (ids[k] < 0) throw new Error(`SearchView.next: a removed row has the token '${tokens[k]}', which it was not indexed with`);
+      }
+      ids.sort();
+      for (let k = 0; k < ids.length; k++) if (k === 0 || ids[k] !== ids[k - 1]) deadTerms.push(ids[k]);
+      yield;
     }
-    const removedIds = idsOf(tokens, (t) => idOf(t, false));
-    const unknown = removedIds.indexOf(-1);
-    if (unknown >= 0) throw new Error(`SearchView.next: a removed row has the token '${tokens[unknown]}', which it was not indexed with`);
+    tokens.length = 0;
 
     // 2. Append the new rows to the shared tail: ascending rows keep every tail list ascending.
     //    A row's term frequencies are the run lengths of its sorted term ids.
@@ -314,7 +330,7 @@ export class SearchView {
         const end = appendedEnds[row - from + 1];
         tail.setLength(row - base.rowCount, end - start);
         appendedLength += end - start;
-        const ids = appendedIds.subarray(start, end).sort();
+        const ids = appendedIds.array.subarray(start, end).sort();
         for (let k = 0; k < ids.length;) {
           const id = ids[k];
           let tf = 0;
@@ -326,16 +342,13 @@ export class SearchView {
           }
           list.push(row, Math.min(tf, 0xffff));
         }
+        yield;
       }
       tail.rowCount = to;
     }
 
-    // 3. One dead holder more for each distinct term of each removed row.
-    const deadTerms: number[] = [];
-    for (let i = 0; i < removed.length; i++) {
-      const ids = removedIds.subarray(removedEnds[i], removedEnds[i + 1]).sort();
-      for (let k = 0; k < ids.length; k++) if (k === 0 || ids[k] !== ids[k - 1]) deadTerms.push(ids[k]);
-    }
+    // 3. The dead holders.
+    const deadHolders = yield* this.deadHolders.plusSteps(deadTerms.array.subarray(0, deadTerms.length));
 
     const liveCount = this.liveCount + (to - from) - removed.length;
     const liveLength = this.liveLength + appendedLength - removedLength;
@@ -348,7 +361,7 @@ export class SearchView {
       liveLength,
       liveCount > 0 ? liveLength / liveCount : 0,
       to > from ? tail.firstId + tail.terms.length : this.termCount,
-      this.deadHolders.plus(deadTerms),
+      deadHolders,
     );
   }
 

@@ -9,6 +9,7 @@ import { RECORD_RESOURCES, type RecordResourceName } from '../schema/types.js';
 import { compareOrdinal } from '../schema/catalog.js';
 import { lookupKey, lookupNameOf, STANDARD_LOOKUP_TIMESTAMP, STANDARD_LOOKUPS } from '../schema/lookups.js';
 import { getBit } from '../util/bits.js';
+import { runNow, type Steps } from '../util/steps.js';
 import type { Table } from './table.js';
 
 /** One Lookup record, as the loader and the change writer read it. */
@@ -44,6 +45,15 @@ export function newLookupRecords(
   before: (r: RecordResourceName) => Pick<Table, 'rowCount' | 'schema'> | null,
   has: (key: string) => boolean,
 ): LookupRecord[] {
+  return runNow(newLookupRecordSteps(tables, before, has));
+}
+
+/** `newLookupRecords` as steps, a check point after each field (a change runs it between queries). */
+export function* newLookupRecordSteps(
+  tables: (r: RecordResourceName) => Table,
+  before: (r: RecordResourceName) => Pick<Table, 'rowCount' | 'schema'> | null,
+  has: (key: string) => boolean,
+): Steps<LookupRecord[]> {
   const found = new Map<string, Seen>();
   const see = (name: string, value: string, modified: number): void => {
     const key = lookupKey(name, value);
@@ -83,6 +93,7 @@ export function newLookupRecords(
           }
         }
         for (let code = 0; code < earliest.length; code++) if (!Number.isNaN(earliest[code])) see(name, column.dictionary[code]!, earliest[code]);
+        yield;
         continue;
       }
       // a lookup stored another way (not expected: lookups stay dictionaries), read value by value
@@ -90,6 +101,7 @@ export function newLookupRecords(
         const v = table.value(row, f.name);
         for (const s of Array.isArray(v) ? v : [v]) if (typeof s === 'string') see(name, s, modifiedOf(row));
       }
+      yield;
     }
   }
   const out: LookupRecord[] = [];

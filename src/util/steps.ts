@@ -13,7 +13,7 @@ export type Steps<T> = Generator<void, T, void>;
  * waits about this long. Work checks the clock every few hundred rows, so a step overruns it by
  * one such piece at most.
  */
-export const STEP_BUDGET_MS = 1;
+export const STEP_BUDGET_MS = 0.1;
 
 let currentBudgetMs = STEP_BUDGET_MS;
 
@@ -84,35 +84,5 @@ export function* eachStep(steps: Iterable<() => void>): Steps<void> {
   for (const step of steps) {
     step();
     yield;
-  }
-}
-
-/**
- * Sizes slices of work so that one takes about `share` of the budget: starts at `first` items and
- * scales by the time the last slice took (between `min` and `max` items).
- */
-export class SliceSizer {
-  private size: number;
-  constructor(
-    private readonly pacer: Pacer,
-    first: number,
-    private readonly min: number,
-    private readonly max: number,
-    private readonly share = 0.5,
-  ) {
-    this.size = first;
-  }
-
-  get next(): number {
-    return this.size;
-  }
-
-  /** Records that `items` took `ms` (with a budget of 0, slices keep their first size: a turn after each, whatever they took). */
-  took(items: number, ms: number): void {
-    if (!(this.pacer.budgetMs > 0)) return;
-    const target = this.pacer.budgetMs * this.share;
-    const perItem = Math.max(ms, 0.01) / Math.max(items, 1);
-    const want = Number.isFinite(target) ? Math.floor(target / perItem) : this.max;
-    this.size = Math.max(this.min, Math.min(this.max, want));
   }
 }

@@ -213,7 +213,7 @@ export class TableAppender {
     }
     const columns = this.parts.map((p) => p.column(total));
     const keys = columns[this.keyAt] as Utf8TextColumn;
-    this.delta.insert(keys, n, total, this.baseIndex);
+    yield* this.delta.insertSteps(keys, n, total, this.baseIndex);
     const lineage = this.lineageFor(columns);
     this.current = new Table(resource, this.schemaNow, columns, new GenerationKeyIndex(this.baseIndex, this.delta, keys, total), total, this.clock, lineage);
     return this.current;
@@ -238,4 +238,4 @@ export class TableAppender {
 }
 
 /** Columns prepared or written between two check points of appendSteps. */
-const APPEND_CHECK_COLUMNS = 32;
+const APPEND_CHECK_COLUMNS = 4;
