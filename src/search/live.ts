@@ -45,7 +45,7 @@ import { runNow, type Steps } from '../util/steps.js';
 import { Uint32List } from '../util/uint32-list.js';
 
 /** Dead holders counted between two check points of `DeadCounts.plusSteps`. */
-const DEAD_TERMS_STEP = 256;
+const DEAD_TERMS_STEP = 64;
 
 export interface SearchChange {
   /** Rows appended by this change: [from, to) of the new generation (from = previous view's rowCount). */
