@@ -9,6 +9,10 @@
  *
  *   npx tsx --expose-gc bench/live-waits.ts <listings> [compact]   (e.g. 100000)
  *
+ * STEP_MS sets the change's step budget (default: the engine's). Each window also reports V8's
+ * garbage-collection pauses by kind (minor: scavenges; major: mark-compacts), which a query due
+ * during one waits for like any other hold.
+ *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
  * live bench caches (bench/.cache/bench-<size>-engine-*.snapshot).
@@ -17,9 +21,12 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../src/engine.js';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { setStepBudgetMs } from '../src/util/steps.js';
 import { FAMILY_IDS, familiesOf } from './compare/families.js';
 import { Feed, quantile, scheduleSlots } from './live.bench.js';
 
+if (process.env.STEP_MS !== undefined) setStepBudgetMs(Number(process.env.STEP_MS));
 const size = Number(process.argv[2] ?? 100_000);
 const compacted = process.argv[3] === 'compact';
 const WINDOW_MS = 6_000;
@@ -57,6 +64,12 @@ const queryTurn = (): Promise<void> =>
     const turn = Object.assign(() => resolve(), { [QUERY_TURN]: true as const });
     setImmediate(turn);
   });
+// Garbage-collection pauses (start, duration, kind), from V8's performance entries.
+const pauses: Array<{ start: number; ms: number; kind: number }> = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries())
+    pauses.push({ start: e.startTime, ms: e.duration, kind: (e as PerformanceEntry & { detail: { kind: number } }).detail.kind });
+}).observe({ entryTypes: ['gc'] });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
@@ -74,6 +87,9 @@ interface Run {
   readonly service: number;
   readonly first: boolean;
 }
+
+/** The window measure() ran last (performance.now() times). */
+let window = { start: 0, end: 0 };
 
 async function measure(streaming: boolean): Promise<Run[]> {
   collect();
@@ -95,6 +111,7 @@ async function measure(streaming: boolean): Promise<Run[]> {
   tracking = true;
   let due = performance.now() + 1;
   const end = due + WINDOW_MS;
+  window = { start: due, end };
   for (let i = 0; due < end; i = (i + 1) % mix.length) {
     while (performance.now() < due) await queryTurn();
     const start = performance.now();
@@ -107,6 +124,7 @@ async function measure(streaming: boolean): Promise<Run[]> {
   tracking = false;
   stopped = true;
   await stream;
+  await sleep(20); // the garbage-collection entries of the window are delivered
   return runs;
 }
 
@@ -137,6 +155,26 @@ function report(label: string, runs: readonly Run[]): void {
   console.log(
     `holds of the event loop by other work ≥ 0.3 ms: ${over.length}, ${over.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, max ${Math.max(0, ...holds).toFixed(1)} ms; ` +
       bounds.map((b, k) => `${b}-${bounds[k + 1] ?? '∞'} ms: ${over.filter((h) => h >= b && h < (bounds[k + 1] ?? Infinity)).length}`).join(', '),
+  );
+  const inWindow = pauses.filter((p) => p.start >= window.start && p.start < window.end);
+  const kinds: Array<[string, number]> = [
+    ['minor (scavenge)', constants.NODE_PERFORMANCE_GC_MINOR],
+    ['major (mark-compact)', constants.NODE_PERFORMANCE_GC_MAJOR],
+    ['incremental marking', constants.NODE_PERFORMANCE_GC_INCREMENTAL],
+  ];
+  console.log(
+    'garbage-collection pauses: ' +
+      kinds
+        .map(([name, kind]) => {
+          const ms = inWindow
+            .filter((p) => p.kind === kind)
+            .map((p) => p.ms)
+            .sort((a, b) => a - b);
+          return ms.length === 0
+            ? `${name} none`
+            : `${name} ${ms.length}, ${ms.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, median ${quantile(ms, 0.5).toFixed(2)}, max ${ms[ms.length - 1].toFixed(1)} ms`;
+        })
+        .join('; '),
   );
 }
 
