@@ -11,7 +11,9 @@
  *
  * STEP_MS sets the change's step budget (default: the engine's). Each window also reports V8's
  * garbage-collection pauses by kind (minor: scavenges; major: mark-compacts), which a query due
- * during one waits for like any other hold.
+ * during one waits for like any other hold. With PROF=1 the stream window runs under V8's CPU
+ * profiler, and the samples taken while a query waited more than 1 ms are split by what ran: the
+ * collector, other queries, the change, the rest.
  *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
@@ -21,6 +23,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../src/engine.js';
+import { Session } from 'node:inspector/promises';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setStepBudgetMs } from '../src/util/steps.js';
 import { FAMILY_IDS, familiesOf } from './compare/families.js';
@@ -67,8 +70,7 @@ const queryTurn = (): Promise<void> =>
 // Garbage-collection pauses (start, duration, kind), from V8's performance entries.
 const pauses: Array<{ start: number; ms: number; kind: number }> = [];
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries())
-    pauses.push({ start: e.startTime, ms: e.duration, kind: (e as PerformanceEntry & { detail: { kind: number } }).detail.kind });
+  for (const e of list.getEntries()) pauses.push({ start: e.startTime, ms: e.duration, kind: (e as unknown as { detail: { kind: number } }).detail.kind });
 }).observe({ entryTypes: ['gc'] });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
@@ -86,6 +88,8 @@ interface Run {
   readonly wait: number;
   readonly service: number;
   readonly first: boolean;
+  /** When it was due (performance.now()). */
+  readonly due: number;
 }
 
 /** The window measure() ran last (performance.now() times). */
@@ -118,7 +122,7 @@ async function measure(streaming: boolean): Promise<Run[]> {
     const first = lastGeneration.get(i) !== engine.generation;
     lastGeneration.set(i, engine.generation);
     engine.query('Property', mix[i].odata);
-    runs.push({ family: i, wait: start - due, service: performance.now() - start, first });
+    runs.push({ family: i, wait: start - due, service: performance.now() - start, first, due });
     due += slots[i];
   }
   tracking = false;
@@ -180,4 +184,70 @@ function report(label: string, runs: readonly Run[]): void {
 
 console.log(`${size.toLocaleString('en-US')} listings${compacted ? ', compacted after sixteen 1,000-listing changes' : ''}; windows of ${WINDOW_MS / 1000} s`);
 report('idle', await measure(false));
-report('under a 100-listing change every 200 ms', await measure(true));
+const profiler = process.env.PROF === '1' ? new Session() : null;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+  await profiler.post('Profiler.start');
+}
+const streamed = await measure(true);
+report('under a 100-listing change every 200 ms', streamed);
+if (profiler) whileWaiting((await profiler.post('Profiler.stop')).profile, streamed);
+
+/** What ran while queries waited more than 1 ms: the profile's samples in those waits, by kind and by function. */
+function whileWaiting(profile: { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[]; startTime: number }, runs: readonly Run[]): void {
+  const waits = runs
+    .filter((r) => r.wait > 1)
+    .map((r) => [r.due, r.due + r.wait] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const node = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const name = (n: ProfileNode): string => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}`;
+  // the profiler's clock is the monotonic one performance.now() counts from timeOrigin on
+  const offset = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+  const kinds = new Map<string, number>();
+  const self = new Map<string, number>();
+  let t = profile.startTime;
+  let k = 0;
+  let n = 0;
+  const samples = profile.samples ?? [];
+  for (let i = 0; i < samples.length; i++) {
+    t += profile.timeDeltas?.[i] ?? 0;
+    const at = t / 1000 - offset;
+    while (k < waits.length && waits[k][1] < at) k++;
+    if (k === waits.length || waits[k][0] > at) continue;
+    n++;
+    const stack: string[] = [];
+    for (let id: number | undefined = samples[i]; id !== undefined; id = parent.get(id)) stack.push(name(node.get(id)!));
+    // a change's steps resume from runYielding (their async callers are not on the stack)
+    const changing = (f: string): boolean => f.includes('util/steps.ts') || f.includes('live/change.ts') || f.includes('live/compact');
+    const kind = stack[0].startsWith('(garbage collector)')
+      ? 'garbage collector'
+      : stack.some((f) => f.startsWith('query src/engine.ts'))
+        ? 'other queries'
+        : stack.some(changing)
+          ? 'the change'
+          : 'the rest';
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    self.set(stack[0], (self.get(stack[0]) ?? 0) + 1);
+  }
+  const share = (x: number): string => `${((x / Math.max(1, n)) * 100).toFixed(0)}%`;
+  console.log(
+    `\nwhile queries waited more than 1 ms (${waits.length} waits, ${n} samples): ${[...kinds].map(([kind, x]) => `${kind} ${share(x)}`).join(', ')}`,
+  );
+  console.log(
+    `  most samples in: ${[...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 8)
+      .map(([f, x]) => `${f} ${share(x)}`)
+      .join(', ')}`,
+  );
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
