@@ -12,9 +12,9 @@ import type { Steps } from '../../util/steps.js';
 export type Elements = Float64Array | Uint32Array | Uint16Array | Int32Array;
 
 const MIN_CAPACITY = 1024;
-/** Elements (or bytes) a reserving copy moves between two check points (about a megabyte). */
-const COPY_STEP = 1 << 18;
-const COPY_STEP_BYTES = 1 << 20;
+/** Elements (or bytes) a reserving copy moves between two check points (about 128 KB: well under the step budget). */
+const COPY_STEP = 1 << 15;
+const COPY_STEP_BYTES = 1 << 17;
 const MAX_BYTES = 0xffff_ffff;
 
 /** Elements for `needed`: an array of ours doubles; the first copy of a loaded one gets 1/8 more. */
