@@ -10,8 +10,9 @@ export type Steps<T> = Generator<void, T, void>;
 
 /**
  * How long (ms) work in steps runs before it gives the event loop a turn: a query due meanwhile
- * waits about this long. Work checks the clock every few hundred rows, so a step overruns it by
- * one such piece at most.
+ * waits about this long. Work checks the clock every few rows (or every few thousand elements
+ * copied), so a step overruns it by one such piece at most. 1 ms until the pieces that could
+ * not be cut shorter were split (DESIGN.md, "Change").
  */
 export const STEP_BUDGET_MS = 0.1;
 
