@@ -6,7 +6,7 @@
  */
 import type { CodeTerm, TableAccess } from '../access/access.js';
 import type { LookupTerm } from '../plan/plan.js';
-import { popcount32, wordsFor } from '../util/bits.js';
+import { popcount, popcount32, wordsFor } from '../util/bits.js';
 import { Uint32List } from '../util/uint32-list.js';
 
 /**
@@ -102,9 +102,7 @@ function countAnd(access: TableAccess, terms: readonly LookupTerm[]): number {
 
 /** The rows of a bitset that `accept` allows, ascending. */
 export function collectBits(bits: Uint32Array, accept: (row: number) => boolean): Uint32Array {
-  let bound = 0;
-  for (let w = 0; w < bits.length; w++) if (bits[w] !== 0) bound += popcount32(bits[w]);
-  const out = new Uint32List(bound);
+  const out = new Uint32List(popcount(bits, bits.length * 32));
   for (let w = 0; w < bits.length; w++) {
     let word = bits[w];
     while (word !== 0) {

@@ -12,6 +12,7 @@
  */
 import KDBush from 'kdbush';
 import { haversineMeters, EARTH_RADIUS_M } from './distance.js';
+import { Uint32List } from '../util/uint32-list.js';
 
 const RAD = Math.PI / 180;
 const DEG = 180 / Math.PI;
@@ -160,12 +161,6 @@ export interface PointIndexState {
   readonly cosAt: Float64Array;
 }
 
-/** Rows a walk found so far: the first `n` of `rows`. */
-interface Found {
-  rows: Uint32Array;
-  n: number;
-}
-
 export class PointIndex {
   private readonly tree: KDBush;
   /** KD-tree item -> row id (only rows with a point are in the tree). */
@@ -173,7 +168,7 @@ export class PointIndex {
   /** cos(latitude) per tree position (the order of tree.coords). */
   private readonly cosAt: Float64Array;
   /** The rows buffer walks write into, reused by every query (null while a walk holds it). */
-  private scratch: Found | null = null;
+  private scratch: Uint32List | null = null;
 
   /**
    * `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. Given a
@@ -237,17 +232,11 @@ export class PointIndex {
     const { ids } = this.tree;
     const { rowOf } = this;
     // `accept` may query this index again (a second circle in the filter): that walk gets its own buffer
-    const found = this.scratch ?? { rows: new Uint32Array(1024), n: 0 };
+    const found = this.scratch ?? new Uint32List(1024);
     this.scratch = null;
-    found.n = 0;
+    found.length = 0;
     const add = (row: number): void => {
-      if (accept && !accept(row)) return;
-      if (found.n === found.rows.length) {
-        const grown = new Uint32Array(found.rows.length * 2);
-        grown.set(found.rows);
-        found.rows = grown;
-      }
-      found.rows[found.n++] = row;
+      if (!accept || accept(row)) found.push(row);
     };
     try {
       this.visit(
@@ -257,7 +246,7 @@ export class PointIndex {
         },
         (i) => add(rowOf[ids[i]]),
       );
-      return ascendingRows(found.rows, found.n);
+      return ascendingRows(found.array, found.length);
     } finally {
       this.scratch = found;
     }
