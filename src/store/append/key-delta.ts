@@ -11,7 +11,7 @@ import { ByteIndex, type ByteIndexState } from '../byte-index.js';
 import { hashBytes } from '../bytes.js';
 import type { Utf8TextColumn } from '../columns.js';
 import { Backing } from './growable.js';
-import { runNow, type Steps } from '../../util/steps.js';
+import type { Steps } from '../../util/steps.js';
 
 /** Keys inserted between two check points of `insertSteps`. */
 const INSERT_CHECK_ROWS = 64;
@@ -36,13 +36,9 @@ export class KeyDelta {
     readonly first: number,
   ) {}
 
-  /** Adds rows [from, to) of the key column (its bytes final); `base` is the segment's own index. */
-  insert(keys: Utf8TextColumn, from: number, to: number, base: ByteIndex): void {
-    runNow(this.insertSteps(keys, from, to, base));
-  }
-
   /**
-   * `insert` as steps, a check point every INSERT_CHECK_ROWS rows (each looks its key up in the
+   * Adds rows [from, to) of the key column (its bytes final; `base` is the segment's own
+   * index), in steps: a check point every INSERT_CHECK_ROWS rows (each looks its key up in the
    * base index: about a microsecond, cache misses mostly). Every row is whole at a check point:
    * older generations, reading meanwhile, skip the rows past their row count as they always do.
    */
