@@ -5,7 +5,6 @@
  * per-value bitsets of dictionary columns (equality and `in`), and
  * for Property the six search indexes and the KD-trees of Location and RawLocation.
  */
-import { partitionPoint } from '../util/binary-search.js';
 import { getBit, newBitmap, popcount32, setBit } from '../util/bits.js';
 import { compareUtf8 } from '../store/bytes.js';
 import type { Store } from '../store/store.js';
@@ -16,6 +15,7 @@ import { PointView } from '../geo/live-points.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 import { SearchView } from '../search/live.js';
+import { extendSteps, foldBound, SplitOrder } from './split-order.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
 const STEP_ROWS = 1 << 13;
@@ -25,9 +25,6 @@ const TEXT_STEP_ROWS = 4096;
 
 /** New rows sorted at once without a check point before and after (beyond it, the sort is a step of its own). */
 const MERGE_STEP_ROWS = 4096;
-
-/** What placing one new row by binary search (with its comparisons) counts as, in rows copied. */
-const MERGE_ROW_COST = 256;
 
 /** Per-value bitsets kept per table (each is rowCount bits; the oldest made is dropped first). */
 const MAX_VALUE_BITSETS = 64;
@@ -75,13 +72,28 @@ interface TextIndex {
   covered: number;
 }
 
+/**
+ * The key ranks of a line of generations of a table: one array with room, where each next
+ * generation writes the ranks of its appended rows after the rows the previous one ranked (older
+ * generations read only their own rows). Ranks are spaced `gap` apart when made, so that a row
+ * added later gets a rank between its neighbours' without renumbering them.
+ */
+interface RankLine {
+  readonly array: Uint32Array;
+  /** Rows ranked by the newest generation of the line. */
+  rows: number;
+  readonly gap: number;
+}
+
 export class TableAccess {
+  /** The key rank of each row (a view of the line's array), spaced: only the order of two ranks means anything. */
   private keyRankCache: Uint32Array | null = null;
-  private keyOrderCache: Uint32Array | null = null;
+  private rankLine: RankLine | null = null;
+  private keyOrderCache: SplitOrder | null = null;
   /** Whether the key order or rank was asked for through `keyOrder` / `keyRank` (queries, merges), not only built by a compaction for itself. */
   private keyOrderRead = false;
-  private readonly sorted = new Map<string, Uint32Array>();
-  private readonly sortedDesc = new Map<string, Uint32Array>();
+  private readonly sorted = new Map<string, SplitOrder>();
+  private readonly sortedDesc = new Map<string, SplitOrder>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
   private readonly textIndexes = new Map<string, TextIndex>();
@@ -129,10 +141,12 @@ export class TableAccess {
   /**
    * The access of the next generation of this table (`table` holds this one's rows and more,
    * unchanged, then appended rows), with `steps` that carry every structure this access has built
-   * over to it, extended by the appended rows in O(rows) (merges, no re-sort), so queries on the new
-   * generation never pay for building them. Run every step before the new generation is published;
-   * the steps check in every few thousand rows (STEP_ROWS), so a caller can give the event loop a
-   * turn within one structure's work. Nothing here is changed.
+   * over to it, extended by the appended rows (sorted orders: the new rows merged into their tails,
+   * a copy of the whole order only when a tail folds; key ranks: written for the new rows in the
+   * line's array), so queries on the new generation never pay for building them. Run every step
+   * before the new generation is published; the steps check in every few thousand rows
+   * (STEP_ROWS), so a caller can give the event loop a turn within one structure's work. Nothing
+   * this access reads is changed.
    */
   next(table: Table, dead: Uint32Array | null): { access: TableAccess; steps: Steps<void> } {
     const access = new TableAccess(table, dead);
@@ -142,24 +156,23 @@ export class TableAccess {
   private *nextSteps(access: TableAccess, table: Table, dead: Uint32Array | null): Steps<void> {
     const from = this.table.rowCount;
     const to = table.rowCount;
+    const maxTail = foldBound(to);
     if (this.keyOrderCache !== null) {
-      const order = yield* mergeSteps(this.keyOrderCache, from, to, (a, b) => compareKeys(table, a, b));
-      // the rank is order's inverse: scattered writes, in slices (18M Media rows take a while)
-      const rank = new Uint32Array(to);
-      for (let start = 0; start < to; start += STEP_ROWS) {
-        const end = Math.min(to, start + STEP_ROWS);
-        for (let i = start; i < end; i++) rank[order[i]] = i;
-        yield;
-      }
+      const compare = (a: number, b: number): number => compareKeys(table, a, b);
+      const order = yield* extendSteps(this.keyOrderCache, yield* addedRows(from, to, compare), compare, maxTail);
       access.keyOrderCache = order;
-      access.keyRankCache = rank;
       access.keyOrderRead = this.keyOrderRead;
+      if (this.rankLine !== null) yield* access.nextRankSteps(this.rankLine, from);
     }
     for (const [field, perm] of this.sorted) {
       const c = table.column(field) as { values: Float64Array; validity: Uint32Array };
-      access.sorted.set(field, yield* mergeSteps(perm, from, to, valueOrder(c.values, c.validity, access.keyRank)));
+      const ascending = valueOrder(c.values, c.validity, access.keyRank);
+      access.sorted.set(field, yield* extendSteps(perm, yield* addedRows(from, to, ascending), ascending, maxTail));
       const desc = this.sortedDesc.get(field);
-      if (desc !== undefined) access.sortedDesc.set(field, yield* mergeSteps(desc, from, to, descendingOrder(c.values, c.validity, access.keyRank)));
+      if (desc !== undefined) {
+        const descending = descendingOrder(c.values, c.validity, access.keyRank);
+        access.sortedDesc.set(field, yield* extendSteps(desc, yield* addedRows(from, to, descending), descending, maxTail));
+      }
     }
     for (const [key, bits] of this.valueBitsCache) {
       const at = key.indexOf('\u0000');
@@ -226,18 +239,20 @@ export class TableAccess {
       newRowOf[rows[i]] = i;
       if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
     }
-    function* renumbered(perm: Uint32Array): Steps<Uint32Array> {
+    function* renumbered(perm: SplitOrder): Steps<SplitOrder> {
       const out = new Uint32Array(rows.length);
       let k = 0;
+      const c = perm.cursor();
       for (let i = 0; i < perm.length; i++) {
-        const row = newRowOf[perm[i]];
+        const row = newRowOf[c.next()];
         if (row >= 0) out[k++] = row;
         if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
       }
-      return out;
+      return new SplitOrder(out);
     }
     // compaction builds every table's key order for itself: carried only where it was asked for
     if (this.keyOrderRead) yield* next.keyOrderSteps();
+    if (this.rankLine !== null) yield* next.keyRankSteps();
     for (const [field, perm] of this.sorted) next.sorted.set(field, yield* renumbered(perm));
     for (const [field, perm] of this.sortedDesc) next.sortedDesc.set(field, yield* renumbered(perm));
     for (const [key, bits] of this.valueBitsCache) {
@@ -269,30 +284,74 @@ export class TableAccess {
     }
   }
 
-  /** Rank of each row's key in ascending ordinal order. */
+  /**
+   * A rank of each row's key in ascending ordinal order (ties by row): a row's key comes before
+   * another's exactly when its rank is lower. Ranks are spaced, not positions.
+   */
   get keyRank(): Uint32Array {
     this.keyOrderRead = true;
-    if (!this.keyRankCache) this.buildKeyOrder();
-    return this.keyRankCache!;
+    return this.keyRankCache ?? runNow(this.keyRankSteps());
   }
 
-  /** Rows in ascending key order (the inverse of keyRank). */
-  get keyOrder(): Uint32Array {
+  /** Rows in ascending key order (ties by row). */
+  get keyOrder(): SplitOrder {
     this.keyOrderRead = true;
-    if (!this.keyOrderCache) this.buildKeyOrder();
-    return this.keyOrderCache!;
+    return this.keyOrderCache ?? runNow(this.keyOrderSteps());
   }
 
-  private buildKeyOrder(): void {
-    runNow(this.keyOrderSteps());
+  /** The key ranks, made in steps from the key order when not made yet: (position + 1) × gap. */
+  *keyRankSteps(): Steps<Uint32Array> {
+    if (this.keyRankCache) return this.keyRankCache;
+    const order = yield* this.keyOrderSteps();
+    const n = this.table.rowCount;
+    const gap = rankGap(n);
+    const array = new Uint32Array(n + (n >>> 3));
+    const c = order.cursor();
+    for (let p = 0; p < n; p++) {
+      array[c.next()] = (p + 1) * gap;
+      if ((p & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
+    }
+    this.rankLine = { array, rows: n, gap };
+    this.keyRankCache = array.subarray(0, n);
+    return this.keyRankCache;
   }
 
   /**
-   * The key order (and rank), built in steps when not built yet (compaction): the check that
+   * This (next) generation's key ranks from the previous one's line: the ranks of its appended
+   * rows [from, rowCount) placed between their neighbours' in its key order, written in the line's
+   * array when the previous generation is the line's newest and the array has room (else in a
+   * copy with room). When the key order folded, or a gap between two neighbours is too narrow
+   * for the rows placed in it, the ranks are made afresh (keyRankSteps).
+   */
+  private *nextRankSteps(line: RankLine, from: number): Steps<void> {
+    const order = this.keyOrderCache!;
+    const to = this.table.rowCount;
+    if (order.tail.length > 0) {
+      let array = line.array;
+      if (line.rows !== from || array.length < to) {
+        array = new Uint32Array(to + (to >>> 3));
+        for (let start = 0; start < from; start += STEP_ROWS) {
+          array.set(line.array.subarray(start, Math.min(from, start + STEP_ROWS)), start);
+          yield;
+        }
+        line = { array, rows: from, gap: line.gap };
+      }
+      if (placeRanks(order, array, from, line.gap)) {
+        line.rows = to;
+        this.rankLine = line;
+        this.keyRankCache = array.subarray(0, to);
+        return;
+      }
+    }
+    yield* this.keyRankSteps();
+  }
+
+  /**
+   * The key order, built in steps when not built yet (compaction): the check that
    * the rows are in key order already checks in every STEP_ROWS rows; a sort (rows out of order)
    * is one step.
    */
-  *keyOrderSteps(): Steps<Uint32Array> {
+  *keyOrderSteps(): Steps<SplitOrder> {
     if (this.keyOrderCache) return this.keyOrderCache;
     const n = this.table.rowCount;
     const { bytes, offsets } = this.table.keyColumn;
@@ -314,39 +373,38 @@ export class TableAccess {
       order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
     }
     yield;
-    const rank = sorted ? order : new Uint32Array(n);
-    if (!sorted) for (let i = 0; i < n; i++) rank[order[i]] = i;
-    this.keyOrderCache = order;
-    this.keyRankCache = rank;
-    return order;
+    this.keyOrderCache = new SplitOrder(order);
+    return this.keyOrderCache;
   }
 
   /**
    * Rows of a number/date/timestamp column in ascending order of value, nulls first, ties by key
    * rank: walking it forwards gives `asc`, backwards (with nulls moved last) `desc`.
    */
-  sortedBy(field: string): Uint32Array | null {
-    let perm = this.sorted.get(field);
-    if (perm) return perm;
+  sortedBy(field: string): SplitOrder | null {
+    const kept = this.sorted.get(field);
+    if (kept) return kept;
     const c = this.table.column(field);
     if (!c || (c.kind !== 'number' && c.kind !== 'date' && c.kind !== 'timestamp')) return null;
-    perm = Uint32Array.from({ length: this.table.rowCount }, (_, i) => i);
+    const perm = Uint32Array.from({ length: this.table.rowCount }, (_, i) => i);
     perm.sort(valueOrder(c.values, c.validity, this.keyRank));
-    this.sorted.set(field, perm);
-    return perm;
+    const order = new SplitOrder(perm);
+    this.sorted.set(field, order);
+    return order;
   }
 
   /**
    * Rows of a sortedBy column in descending order of value, ties still by key rank ascending,
    * nulls last: what `$orderby X desc` returns, ready for a forward walk.
    */
-  sortedDescending(field: string): Uint32Array | null {
-    let perm = this.sortedDesc.get(field);
-    if (perm) return perm;
-    const asc = this.sortedBy(field);
-    if (!asc) return null;
+  sortedDescending(field: string): SplitOrder | null {
+    const kept = this.sortedDesc.get(field);
+    if (kept) return kept;
+    const ascending = this.sortedBy(field);
+    if (!ascending) return null;
+    const asc = ascending.toArray();
     const { values, validity } = this.table.column(field) as { values: Float64Array; validity: Uint32Array };
-    perm = new Uint32Array(asc.length);
+    const perm = new Uint32Array(asc.length);
     let k = 0;
     let firstValid = 0;
     while (firstValid < asc.length && !getBit(validity, asc[firstValid])) firstValid++;
@@ -359,8 +417,9 @@ export class TableAccess {
       end = start;
     }
     for (let i = 0; i < firstValid; i++) perm[k++] = asc[i];
-    this.sortedDesc.set(field, perm);
-    return perm;
+    const order = new SplitOrder(perm);
+    this.sortedDesc.set(field, order);
+    return order;
   }
 
   /**
@@ -511,49 +570,51 @@ function descendingOrder(values: Float64Array, validity: Uint32Array, rank: Uint
   };
 }
 
-/**
- * `order` (rows [0, from) sorted by `compare`) with rows [from, to) merged in: the new rows are
- * sorted, each placed by binary search, and the runs between copied. O(to + m log to) for m new
- * rows, against O(to log to) for sorting afresh. A check point every STEP_ROWS elements copied
- * and every MERGE_STEP_ROWS rows placed.
- */
-function* mergeSteps(order: Uint32Array, from: number, to: number, compare: (a: number, b: number) => number): Steps<Uint32Array> {
+/** Rows [from, to) sorted by `compare` (a sort of many rows is a step of its own). */
+function* addedRows(from: number, to: number, compare: (a: number, b: number) => number): Steps<Uint32Array> {
   const added = new Uint32Array(to - from);
   for (let i = 0; i < added.length; i++) added[i] = from + i;
   if (added.length > MERGE_STEP_ROWS) yield;
   added.sort(compare);
   if (added.length > MERGE_STEP_ROWS) yield;
-  const out = new Uint32Array(order.length + added.length);
-  let copied = 0;
-  let k = 0;
-  let sinceCheck = 0;
-  /** Copies order[copied, end) to out[k...], in slices of STEP_ROWS with a check point after each. */
-  function* copyTo(end: number): Steps<void> {
-    while (copied < end) {
-      const stop = Math.min(end, copied + STEP_ROWS);
-      out.set(order.subarray(copied, stop), k);
-      k += stop - copied;
-      sinceCheck += stop - copied;
-      copied = stop;
-      if (sinceCheck >= STEP_ROWS) {
-        sinceCheck = 0;
-        yield;
-      }
+  return added;
+}
+
+/** The spacing of the key ranks made for `rows` rows: as wide as leaves room for as many rows again after the last. */
+function rankGap(rows: number): number {
+  return Math.max(1, Math.min(1 << 16, 2 ** Math.floor(Math.log2(0xffffffff / (2 * rows + 2)))));
+}
+
+/**
+ * Writes the ranks of rows [from, ...) of `order`'s tail (the rows a change appended) into
+ * `rank`: each run of them that is consecutive in the order spread evenly between the ranks of
+ * the rows around it (after the last row: `gap` apart). False when a gap is too narrow for its
+ * run (nothing read by an older generation is written either way).
+ */
+function placeRanks(order: SplitOrder, rank: Uint32Array, from: number, gap: number): boolean {
+  const { base, tail, tailPos } = order;
+  let j = 0;
+  while (j < tail.length) {
+    if (tail[j] < from) {
+      j++;
+      continue;
     }
+    let e = j + 1;
+    while (e < tail.length && tail[e] >= from && tailPos[e] === tailPos[e - 1] + 1) e++;
+    const len = e - j;
+    const at = tailPos[j];
+    // base rows before the run; the rows just before and after it (-1: none)
+    const ins = at - j;
+    const prev = j > 0 && tailPos[j - 1] === at - 1 ? tail[j - 1] : ins > 0 ? base[ins - 1] : -1;
+    const next = e < tail.length && tailPos[e] === at + len ? tail[e] : ins < base.length ? base[ins] : -1;
+    const lo = prev < 0 ? 0 : rank[prev];
+    const hi = next < 0 ? lo + (len + 1) * gap : rank[next];
+    if (hi > 0xffffffff || hi - lo < len + 1) return false;
+    const step = (hi - lo) / (len + 1);
+    for (let k = 0; k < len; k++) rank[tail[j + k]] = lo + Math.floor(step * (k + 1));
+    j = e;
   }
-  for (let i = 0; i < added.length; i++) {
-    const row = added[i];
-    const lo = partitionPoint(copied, order.length, (j) => compare(order[j], row) < 0);
-    yield* copyTo(lo);
-    out[k++] = row;
-    sinceCheck += MERGE_ROW_COST;
-    if (sinceCheck >= STEP_ROWS) {
-      sinceCheck = 0;
-      yield;
-    }
-  }
-  yield* copyTo(order.length);
-  return out;
+  return true;
 }
 
 /** The indexes built over a loaded data set's listings (what a snapshot stores beside the store). */

@@ -204,7 +204,7 @@ function outcomeOf(plan: Plan, gen: Generation, compiled: Compiled, ctx: ExecCon
     // No index narrows the rows: walk them in key order and stop at the page, starting at the
     // first key a top-level `Key gt/ge 'k'` allows (keyset paging), found by binary search.
     const order = access.keyOrder;
-    ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(plan.filter)), run.acceptAll(), need);
+    ordered = walkOrder(order, keyLowerBound(table, order, conjuncts(plan.filter)), order.length, run.acceptAll(), need);
   } else if (strategy.kind === 'ranked') {
     const call = calls.get(strategy.node.ordinal)!;
     const acceptRanked = run.acceptWith(run.compileFilter(andOf(conjuncts(plan.filter).filter((e) => e !== strategy.node))));
@@ -217,7 +217,7 @@ function outcomeOf(plan: Plan, gen: Generation, compiled: Compiled, ctx: ExecCon
     // bounds fall between runs of equal values, and only an unranged slice holds the nulls).
     const whole = descending ? access.sortedDescending(field)! : perm;
     const slice = descending ? { start: perm.length - range.end, end: perm.length - range.start } : range;
-    if (source.kind !== 'lookup') ordered = walkOrder(whole.subarray(slice.start, slice.end), 0, run.acceptAll(), need);
+    if (source.kind !== 'lookup') ordered = walkOrder(whole, slice.start, slice.end, run.acceptAll(), need);
     else {
       // With dictionary lookups as the source, a bit test stands in for their closures; with
       // nothing else to test, the walk may jump to the page by block counts (walk.ts).
@@ -226,7 +226,7 @@ function outcomeOf(plan: Plan, gen: Generation, compiled: Compiled, ctx: ExecCon
         ordered = walkLookupPage(access, source.terms, field, descending, whole, slice, plan.page.skip, plan.page.rows + 1);
       } else {
         const bits = lookupWalk(access, source.terms, field, descending).bits;
-        ordered = walkOrder(whole.subarray(slice.start, slice.end), 0, (row) => getBit(bits, row) && r.accept(row), need);
+        ordered = walkOrder(whole, slice.start, slice.end, (row) => getBit(bits, row) && r.accept(row), need);
       }
     }
   } else {

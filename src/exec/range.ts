@@ -4,6 +4,7 @@
  * binary search instead of rejecting rows one by one. Nulls never satisfy a range, so they are cut
  * too. An unranged slice (no such comparison) is the whole permutation, nulls included.
  */
+import type { SplitOrder } from '../access/split-order.js';
 import type { Bound } from '../plan/bound.js';
 import type { Table } from '../store/table.js';
 import { partitionPoint } from '../util/binary-search.js';
@@ -15,7 +16,7 @@ export interface Slice {
   readonly end: number;
 }
 
-export function rangeOf(perm: Uint32Array, table: Table, field: string, top: readonly Bound[]): Slice {
+export function rangeOf(perm: SplitOrder, table: Table, field: string, top: readonly Bound[]): Slice {
   const col = table.column(field) as { values: Float64Array; validity: Uint32Array };
   let lo = -Infinity;
   let hi = Infinity;
@@ -37,15 +38,23 @@ export function rangeOf(perm: Uint32Array, table: Table, field: string, top: rea
   }
   if (!ranged) return { start: 0, end: perm.length };
   // first position whose (valid) value passes `pred`
-  const first = (pred: (v: number) => boolean): number => partitionPoint(0, perm.length, (m) => !getBit(col.validity, perm[m]) || !pred(col.values[perm[m]]));
+  const first = (pred: (v: number) => boolean): number =>
+    partitionPoint(0, perm.length, (m) => {
+      const row = perm.at(m);
+      return !getBit(col.validity, row) || !pred(col.values[row]);
+    });
   const start = first((v) => (loOpen ? v > lo : v >= lo));
   const end = first((v) => (hiOpen ? v >= hi : v > hi));
   return { start, end: Math.max(start, end) };
 }
 
 /** Every row of the slice that `accept` allows, ascending by row. */
-export function collectRange(perm: Uint32Array, slice: Slice, accept: (row: number) => boolean): Uint32Array {
+export function collectRange(perm: SplitOrder, slice: Slice, accept: (row: number) => boolean): Uint32Array {
   const out = new Uint32List(slice.end - slice.start);
-  for (let i = slice.start; i < slice.end; i++) if (accept(perm[i])) out.push(perm[i]);
+  const c = perm.cursor(slice.start);
+  for (let i = slice.start; i < slice.end; i++) {
+    const row = c.next();
+    if (accept(row)) out.push(row);
+  }
   return out.done().sort();
 }

@@ -93,7 +93,8 @@ export function actualCounts(plan: Plan, gen: Generation, ctx: ExecContext): Act
       const perm = access.sortedBy(a.field)!;
       const slice = rangeOf(perm, access.table, a.field, conjuncts(plan.filter));
       rows = 0;
-      for (let i = slice.start; i < slice.end; i++) if (live(perm[i])) rows++;
+      const c = perm.cursor(slice.start);
+      for (let i = slice.start; i < slice.end; i++) if (live(c.next())) rows++;
       break;
     }
   }

@@ -3,6 +3,7 @@
  * filter allows, stopping as soon as the page (plus one row, to know whether more remain) is full.
  */
 import type { TableAccess, WalkCounts } from '../access/access.js';
+import type { SplitOrder } from '../access/split-order.js';
 import type { Bound } from '../plan/bound.js';
 import type { LookupTerm } from '../plan/plan.js';
 import type { Table } from '../store/table.js';
@@ -10,10 +11,14 @@ import { partitionPoint } from '../util/binary-search.js';
 import { lookupBits } from './lookup.js';
 import type { Slice } from './range.js';
 
-/** The first `need` rows of `order`, from position `from` on, that `keep` allows. */
-export function walkOrder(order: Uint32Array, from: number, keep: (row: number) => boolean, need: number): Uint32Array {
+/** The first `need` rows of `order` at positions [from, end) that `keep` allows. */
+export function walkOrder(order: SplitOrder, from: number, end: number, keep: (row: number) => boolean, need: number): Uint32Array {
   const out: number[] = [];
-  for (let i = from; i < order.length && out.length < need; i++) if (keep(order[i])) out.push(order[i]);
+  const c = order.cursor(from);
+  for (let i = from; i < end && out.length < need; i++) {
+    const row = c.next();
+    if (keep(row)) out.push(row);
+  }
   return Uint32Array.from(out);
 }
 
@@ -26,15 +31,16 @@ const WALK_BLOCK = 1 << WALK_BLOCK_SHIFT;
  * with their bit set at positions [0, b × WALK_BLOCK) of the order, and the last entry the total.
  * One pass over the order; n / 256 + 1 words (16 KB per million rows).
  */
-export function blockCounts(order: Uint32Array, bits: Uint32Array): Uint32Array {
+export function blockCounts(order: SplitOrder, bits: Uint32Array): Uint32Array {
   const blocks = (order.length + WALK_BLOCK - 1) >>> WALK_BLOCK_SHIFT;
   const counts = new Uint32Array(blocks + 1);
+  const c = order.cursor();
   let n = 0;
   for (let b = 0; b < blocks; b++) {
     counts[b] = n;
     const end = Math.min(order.length, (b + 1) << WALK_BLOCK_SHIFT);
     for (let i = b << WALK_BLOCK_SHIFT; i < end; i++) {
-      const row = order[i];
+      const row = c.next();
       n += (bits[row >>> 5] >>> (row & 31)) & 1;
     }
   }
@@ -60,7 +66,7 @@ export interface BitPage {
  * `start` (a range's slice starts inside a block), one block, and the page's own positions.
  */
 export function walkBitsPage(
-  order: Uint32Array,
+  order: SplitOrder,
   bits: Uint32Array,
   start: number,
   end: number,
@@ -76,8 +82,9 @@ export function walkBitsPage(
   if (counts !== null && skip >= WALK_BLOCK) {
     const startBlock = start >>> WALK_BLOCK_SHIFT;
     let before = counts[startBlock];
+    const c = order.cursor(startBlock << WALK_BLOCK_SHIFT);
     for (let i = startBlock << WALK_BLOCK_SHIFT; i < start; i++) {
-      const row = order[i];
+      const row = c.next();
       before += (bits[row >>> 5] >>> (row & 31)) & 1;
     }
     visited += start - (startBlock << WALK_BLOCK_SHIFT);
@@ -95,8 +102,9 @@ export function walkBitsPage(
   const page = new Uint32Array(take);
   let k = 0;
   let i = at;
+  const c = order.cursor(at);
   for (; i < end; i++) {
-    const row = order[i];
+    const row = c.next();
     if (((bits[row >>> 5] >>> (row & 31)) & 1) === 0) continue;
     if (seen++ < first) continue;
     page[k++] = row;
@@ -147,7 +155,7 @@ export function walkLookupPage(
   terms: readonly LookupTerm[],
   field: string,
   descending: boolean,
-  order: Uint32Array,
+  order: SplitOrder,
   slice: Slice,
   skip: number,
   take: number,
@@ -177,7 +185,7 @@ function walkKey(terms: readonly LookupTerm[], field: string, descending: boolea
  * (their largest bound; rows before it fail them), or 0: keyset paging starts there. The walk
  * still applies the whole filter.
  */
-export function keyLowerBound(table: Table, order: Uint32Array, top: readonly Bound[]): number {
+export function keyLowerBound(table: Table, order: SplitOrder, top: readonly Bound[]): number {
   let bound: string | null = null;
   for (const e of top) {
     if (e.kind !== 'compare' || (e.op !== 'gt' && e.op !== 'ge') || e.left.kind !== 'field' || e.left.field.name !== table.schema.key) continue;
@@ -186,5 +194,5 @@ export function keyLowerBound(table: Table, order: Uint32Array, top: readonly Bo
   }
   if (bound === null) return 0;
   const b = bound;
-  return partitionPoint(0, order.length, (i) => table.keyOf(order[i]) < b);
+  return partitionPoint(0, order.length, (i) => table.keyOf(order.at(i)) < b);
 }

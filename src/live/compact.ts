@@ -61,8 +61,10 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
     const order = yield* t.keyOrderSteps();
     const out = new Uint32Array(order.length);
     let n = 0;
-    yield* each(order.length, (i) => {
-      if (!t.isDead(order[i])) out[n++] = order[i];
+    const c = order.cursor();
+    yield* each(order.length, () => {
+      const row = c.next();
+      if (!t.isDead(row)) out[n++] = row;
     });
     return out.subarray(0, n);
   }

@@ -1,19 +1,35 @@
 /**
  * Deep pages of an ordered walk over dictionary lookups ($skip into a sorted permutation): the
  * walk jumps over whole blocks of the order by kept block counts (src/exec/walk.ts). The page must
- * equal the naive one: directly against a filter of the order for random orders, bits, slices,
- * skips and sizes (with and without counts), and through the engine for lookups, ranges and both
+ * equal the naive one: directly against a filter of the order for random orders (some of their
+ * rows in a tail, as after changes), bits, slices, skips and sizes (with and without counts), and
+ * through the engine for lookups, ranges and both
  * directions, asked often enough that the counts get built, as loaded and after upserts and
  * removals (each generation keeps its own counts).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { SplitOrder } from '../../src/access/split-order.js';
 import { Engine } from '../../src/engine.js';
 import { blockCounts, walkBitsPage } from '../../src/exec/walk.js';
 import { Rng } from '../../src/generate/prng.js';
 import { getBit, newBitmap, setBit } from '../../src/util/bits.js';
 
 type Rec = Record<string, unknown>;
+
+/** `order` as a SplitOrder with about `share` of its positions (chosen by `rng`) in the tail. */
+function split(order: Uint32Array, rng: Rng, share: number): SplitOrder {
+  const base: number[] = [];
+  const tail: number[] = [];
+  const tailPos: number[] = [];
+  order.forEach((row, i) => {
+    if (rng.chance(share)) {
+      tail.push(row);
+      tailPos.push(i);
+    } else base.push(row);
+  });
+  return new SplitOrder(Uint32Array.from(base), Uint32Array.from(tail), Uint32Array.from(tailPos));
+}
 
 describe('walkBitsPage', () => {
   const walkCase = fc
@@ -29,6 +45,7 @@ describe('walkBitsPage', () => {
         fc.integer({ min: 0, max: 300 }),
       ),
       take: fc.integer({ min: 1, max: 120 }),
+      tailShare: fc.constantFrom(0, 0.02, 0.5),
     })
     .map((c) => {
       const rng = new Rng(`walk-${c.seed}`);
@@ -42,18 +59,20 @@ describe('walkBitsPage', () => {
       const [start, end] = [Math.floor((Math.min(c.a, c.b) * c.n) / 1000), Math.floor((Math.max(c.a, c.b) * c.n) / 1000)];
       let matches = 0;
       for (let i = start; i < end; i++) if (getBit(bits, order[i])) matches++;
-      return { order, bits, start, end, skip: typeof c.skip === 'number' ? c.skip : Math.floor((c.skip.permille * matches) / 1000), take: c.take };
+      const skip = typeof c.skip === 'number' ? c.skip : Math.floor((c.skip.permille * matches) / 1000);
+      return { order, split: split(order, rng, c.tailShare), bits, start, end, skip, take: c.take };
     });
 
   it('gives the naive page at rows[skip..], with counts or without, and reads less with them', () => {
     fc.assert(
-      fc.property(walkCase, ({ order, bits, start, end, skip, take }) => {
+      fc.property(walkCase, ({ order, split, bits, start, end, skip, take }) => {
+        expect([...split]).toEqual([...order]);
         const matches = [...order.subarray(start, end)].filter((row) => getBit(bits, row));
         const want = matches.slice(skip, skip + take);
-        const counts = blockCounts(order, bits);
+        const counts = blockCounts(split, bits);
         expect(counts[counts.length - 1]).toBe([...order].filter((row) => getBit(bits, row)).length);
         for (const c of [null, counts]) {
-          const { rows, visited } = walkBitsPage(order, bits, start, end, skip, take, c);
+          const { rows, visited } = walkBitsPage(split, bits, start, end, skip, take, c);
           if (want.length === 0) expect(rows.length).toBeLessThanOrEqual(skip);
           else {
             expect(rows.length).toBe(skip + want.length);
@@ -68,7 +87,7 @@ describe('walkBitsPage', () => {
 
   it('finds match skip in the last block, past the matches, and with no matches at all', () => {
     const n = 1000; // blocks of 256: the last one holds positions 768..999
-    const order = Uint32Array.from({ length: n }, (_, i) => n - 1 - i);
+    const order = new SplitOrder(Uint32Array.from({ length: n }, (_, i) => n - 1 - i));
     const bits = newBitmap(n);
     for (let r = 0; r < n; r += 2) setBit(bits, r);
     const counts = blockCounts(order, bits);
@@ -78,7 +97,8 @@ describe('walkBitsPage', () => {
       expect([...rows.subarray(skip)], `skip ${skip}`).toEqual(matches.slice(skip, skip + 10));
     }
     expect(walkBitsPage(order, newBitmap(n), 0, n, 300, 10, blockCounts(order, newBitmap(n))).rows.length).toBe(0);
-    expect(walkBitsPage(new Uint32Array(0), newBitmap(0), 0, 0, 300, 10, blockCounts(new Uint32Array(0), newBitmap(0))).rows.length).toBe(0);
+    const none = new SplitOrder(new Uint32Array(0));
+    expect(walkBitsPage(none, newBitmap(0), 0, 0, 300, 10, blockCounts(none, newBitmap(0))).rows.length).toBe(0);
   });
 });
 
