@@ -18,7 +18,8 @@ import { searchTokenSources } from '../search/indexes.js';
 import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/access.js';
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
-import { getBit, newBitmap, setBit } from '../util/bits.js';
+import { getBit, newBitmap, setBit, wordsFor } from '../util/bits.js';
+import { bytesWithRoom, withRoom } from '../store/append/growable.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
@@ -232,7 +233,8 @@ function* each(n: number, body: (i: number) => void): Steps<void> {
 
 /**
  * The table of `rows` of `table`, in that order (column by column; shared arrays stay shared), as
- * steps: it yields after each column and every GATHER_STEP_ROWS keys indexed.
+ * steps: it yields after each column and every GATHER_STEP_ROWS keys indexed. Its arrays are made
+ * with room (`withRoom`), which the first change's appender adopts instead of copying them.
  */
 export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Steps<Table> {
   const n = rows.length;
@@ -241,7 +243,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* values(a: Float64Array): Steps<Float64Array> {
     let out = f64.get(a);
     if (!out) {
-      const into = (out = new Float64Array(n));
+      const into = (out = withRoom(Float64Array, n));
       yield* each(n, (i) => (into[i] = a[rows[i]]));
       f64.set(a, out);
     }
@@ -250,7 +252,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* bits(a: Uint32Array): Steps<Uint32Array> {
     let out = bitmaps.get(a);
     if (!out) {
-      const into = (out = newBitmap(n));
+      const into = (out = withRoom(Uint32Array, wordsFor(n)));
       yield* each(n, (i) => {
         if (getBit(a, rows[i])) setBit(into, i);
       });
@@ -270,12 +272,12 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   }
   /** Offsets of the gathered rows' runs [offsets[row], offsets[row + 1]) of `from`. */
   function* offsetsOf(from: Uint32Array): Steps<Uint32Array> {
-    const offsets = new Uint32Array(n + 1);
+    const offsets = withRoom(Uint32Array, n + 1);
     yield* each(n, (i) => (offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]]));
     return offsets;
   }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
-    const out = new (codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(n);
+    const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as new (n: number) => Uint16Array | Uint32Array, n);
     yield* each(n, (i) => (out[i] = codes[rows[i]]));
     return out;
   }
@@ -289,7 +291,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         let styles: Uint16Array | null = null;
         if (c.styles !== null) {
           const from = c.styles;
-          const into = (styles = new Uint16Array(n));
+          const into = (styles = withRoom(Uint16Array, n));
           yield* each(n, (i) => (into[i] = from[rows[i]]));
         }
         return new TimestampColumn(yield* values(c.values), yield* bits(c.validity), styles, c.styleTable, yield* sparse(c.exceptions));
@@ -300,20 +302,20 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         return new DictionaryColumn(yield* codesOf(c.codes), c.dictionary);
       case 'collection': {
         const offsets = yield* offsetsOf(c.offsets);
-        const codes = new (c.codes.constructor as Uint16ArrayConstructor | Uint32ArrayConstructor)(offsets[n]);
+        const codes = withRoom<Uint16Array | Uint32Array>(c.codes.constructor as new (n: number) => Uint16Array | Uint32Array, offsets[n]);
         yield* each(n, (i) => codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]));
         return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
       }
       case 'text': {
         if (c instanceof ParentKeyColumn) {
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
-          const parentRow = new Int32Array(n);
+          const parentRow = withRoom(Int32Array, n);
           yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])));
           return new ParentKeyColumn(parentRow, parent.table.keyColumn, yield* sparse(c.unlinked));
         }
         const t = c as Utf8TextColumn;
         const offsets = yield* offsetsOf(t.offsets);
-        const bytes = Buffer.allocUnsafeSlow(offsets[n]);
+        const bytes = bytesWithRoom(offsets[n]);
         yield* each(n, (i) => t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]));
         return new Utf8TextColumn(bytes, offsets, yield* bits(t.validity));
       }

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { generateListings } from '../../src/generate/dataset.js';
+import { gatherTableSteps } from '../../src/live/compact.js';
+import { runNow } from '../../src/util/steps.js';
 import { loadBatch } from '../../src/store/append/batch.js';
 import { TableAppender } from '../../src/store/append/table-appender.js';
 import { ByteIndex } from '../../src/store/byte-index.js';
-import type { CollectionColumn, DictionaryColumn, ParentKeyColumn } from '../../src/store/columns.js';
+import type { CollectionColumn, DictionaryColumn, ParentKeyColumn, Utf8TextColumn } from '../../src/store/columns.js';
 import { DataError } from '../../src/store/errors.js';
 import { loadRecords } from '../../src/store/load.js';
 import type { Table } from '../../src/store/table.js';
@@ -54,6 +56,10 @@ function observe(t: Table, keys: readonly string[]): Seen {
 class Generations {
   private readonly list: Array<{ table: Table; seen: Seen }> = [];
   constructor(private readonly keys: readonly string[]) {}
+
+  get tables(): Table[] {
+    return this.list.map((g) => g.table);
+  }
 
   add(table: Table): void {
     this.list.push({ table, seen: observe(table, this.keys) });
@@ -228,6 +234,57 @@ describe('TableAppender: Property', () => {
     expect(modified.styles).not.toBeNull();
     expect(modified.text(123)).toBe('2024-05-01T10:00:00.1234567Z');
     expect(t.record(122).ModificationTimestamp).toBe('2024-05-01T10:00-05:00');
+  });
+
+  it("appends in place to a compacted table's arrays (made with room), and the compacted table reads as it did", () => {
+    // the compaction's gather of every row: the same records, in arrays with room after them
+    const compacted = runNow(
+      gatherTableSteps(
+        baseTable,
+        Uint32Array.from({ length: baseTable.rowCount }, (_, i) => i),
+        null,
+      ),
+    );
+    expect(observe(compacted, keys).records).toEqual(observe(baseTable, keys).records);
+    const appender = new TableAppender(compacted);
+    const generations = new Generations(keys);
+    generations.add(compacted);
+    const inputs = [...base];
+    for (const batch of batches) {
+      const t = appender.append(loadBatch('Property', batch, { now }));
+      inputs.push(...batch);
+      checkNewest(t, oneGo({ Property: inputs }).Property, inputs, keys);
+      generations.add(t);
+      generations.checkUnchanged();
+    }
+    const first = generations.tables[1];
+    const buffers = (t: Table): ArrayBufferLike[] => [
+      t.columnOf('ListPrice', 'number')!.values.buffer,
+      t.columnOf('ListPrice', 'number')!.validity.buffer,
+      t.columnOf('City', 'dictionary')!.codes.buffer,
+      (t.column('PublicRemarks') as Utf8TextColumn).offsets.buffer,
+      t.columnOf('ModificationTimestamp', 'timestamp')!.values.buffer,
+    ];
+    // the first append wrote into the compacted arrays' room (no copy); a loaded table's are copied
+    for (const [i, b] of buffers(first).entries()) expect(b).toBe(buffers(compacted)[i]);
+    const copied = new TableAppender(baseTable).append(loadBatch('Property', b1, { now }));
+    for (const [i, b] of buffers(copied).entries()) expect(b).not.toBe(buffers(baseTable)[i]);
+    // text bytes too, while the batch's text fits the room (b1's remarks do not: 1/8 more)
+    const remarks = (t: Table): ArrayBufferLike => (t.column('PublicRemarks') as Utf8TextColumn).bytes.buffer;
+    const again = runNow(
+      gatherTableSteps(
+        baseTable,
+        Uint32Array.from({ length: baseTable.rowCount }, (_, i) => i),
+        null,
+      ),
+    );
+    const short = new TableAppender(again).append(loadBatch('Property', [edit(props[130], { PublicRemarks: 'short' })], { now }));
+    expect(remarks(short)).toBe(remarks(again));
+    expect(remarks(first)).not.toBe(remarks(compacted));
+    // a second appender over the same compacted table does not write into what the first adopted
+    const other = new TableAppender(compacted).append(loadBatch('Property', b1, { now }));
+    for (const [i, b] of buffers(other).entries()) expect(b).not.toBe(buffers(compacted)[i]);
+    generations.checkUnchanged();
   });
 
   it('keeps Location, RawLocation and DaysOnMarket on the appended Latitude, Longitude and reference arrays', () => {

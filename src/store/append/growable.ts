@@ -3,7 +3,8 @@
  * view's end are never written again, so a generation handed out stays valid while appends write
  * past it; a backing array that runs out of room is replaced by a larger copy. An array the
  * appender did not allocate (the loaded segment's, maybe a view into a shared buffer) is copied
- * before the first write.
+ * before the first write, unless it was made with room for the appender (`withRoom`: a
+ * compaction's columns), which the first backing over it adopts.
  */
 import { QueryError } from '../../errors.js';
 import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
@@ -23,13 +24,54 @@ export function capacity(owned: boolean, length: number, needed: number): number
 }
 
 /**
+ * The whole arrays behind views made with room (`withRoom`, `bytesWithRoom`), until a backing
+ * adopts one: only the first backing made over a view may write past it (a second one, over a
+ * view two columns share, copies as usual).
+ */
+const ROOM = new WeakMap<object, Elements | Buffer>();
+
+/**
+ * A zeroed array of `n` elements that is a view of one with room after it (as the first copy of a
+ * loaded array gets, 1/8 more): the first Backing over the view takes the whole array as its own
+ * instead of copying, so the first change after a compaction copies nothing. Older generations
+ * read only their own rows, so nothing they read is written.
+ */
+export function withRoom<T extends Elements>(make: new (n: number) => T, n: number): T {
+  const whole = new make(capacity(false, 0, n));
+  const view = whole.subarray(0, n) as T;
+  ROOM.set(view, whole);
+  return view;
+}
+
+/** `withRoom` for text bytes (not zeroed: bytes past the view are written before they are read). */
+export function bytesWithRoom(n: number): Buffer {
+  const whole = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(false, 0, n)));
+  const view = whole.subarray(0, n);
+  ROOM.set(view, whole);
+  return view;
+}
+
+/** The whole array behind a view made with room, taken by the first caller (undefined after, or for any other array). */
+function adopt<T extends object>(view: T): T | undefined {
+  const whole = ROOM.get(view);
+  if (whole !== undefined) ROOM.delete(view);
+  return whole as T | undefined;
+}
+
+/**
  * The array behind one column array of every generation. Elements [0, used) are final (older
  * views cover them); appends write beyond. An array the appender did not allocate (the loaded
  * segment's) is never written: the first `room` copies it.
  */
 export class Backing<T extends Elements> {
   private owned = false;
-  constructor(public array: T) {}
+  constructor(public array: T) {
+    const whole = adopt(array);
+    if (whole !== undefined) {
+      this.array = whole;
+      this.owned = true;
+    }
+  }
 
   /** The array, with room for `needed` elements, the first `used` kept. */
   room(used: number, needed: number): T {
@@ -109,7 +151,13 @@ export class Bits {
 /** Text bytes: as Backing, for a Buffer. */
 export class ByteBacking {
   private owned = false;
-  constructor(public bytes: Buffer) {}
+  constructor(public bytes: Buffer) {
+    const whole = adopt(bytes);
+    if (whole !== undefined) {
+      this.bytes = whole;
+      this.owned = true;
+    }
+  }
 
   room(used: number, needed: number): Buffer {
     if (this.owned && needed <= this.bytes.length) return this.bytes;
