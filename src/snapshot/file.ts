@@ -120,7 +120,7 @@ const FIXED_HEADER_BYTES = 20;
 const CHUNK_BYTES = 64 * 1024 * 1024;
 const ZEROS = new Uint8Array(8);
 
-type ArrayConstructor =
+export type ArrayConstructor =
   | Uint8ArrayConstructor
   | Int8ArrayConstructor
   | Uint16ArrayConstructor
@@ -274,7 +274,17 @@ export function syncDirectory(dir: string): void {
  * in the order written. Throws a SnapshotError for any problem (see the file comment), never
  * returns a partial result.
  */
-export function readSnapshotFile(file: string, onProgress?: SnapshotProgress): SnapshotContents {
+/**
+ * Makes the array an entry is read into (`length` elements of `ctor`'s type). The default is
+ * `new ctor(length)`; the engine's reader gives large arrays room after them (withRoom).
+ */
+export type SnapshotAllocator = (ctor: ArrayConstructor, length: number) => SnapshotArray;
+
+export function readSnapshotFile(
+  file: string,
+  onProgress?: SnapshotProgress,
+  allocate: SnapshotAllocator = (ctor, length) => new ctor(length),
+): SnapshotContents {
   checkHost(file);
   const fail = (code: SnapshotErrorCode, reason: string, cause?: unknown): never => {
     throw new SnapshotError(code, file, reason, cause);
@@ -348,7 +358,7 @@ export function readSnapshotFile(file: string, onProgress?: SnapshotProgress): S
       const ctor = ELEMENT_TYPES.get(entry.type)!;
       let array: SnapshotArray;
       try {
-        array = new ctor(entry.length);
+        array = allocate(ctor, entry.length);
       } catch (e) {
         return fail(
           'SnapshotUnreadable',
@@ -356,7 +366,7 @@ export function readSnapshotFile(file: string, onProgress?: SnapshotProgress): S
           e,
         );
       }
-      const view = new Uint8Array(array.buffer);
+      const view = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
       for (let at = 0; at < view.length; at += CHUNK_BYTES) {
         const chunk = view.subarray(at, Math.min(view.length, at + CHUNK_BYTES));
         readExactly(chunk, position);

@@ -28,15 +28,15 @@ export function capacity(owned: boolean, length: number, needed: number): number
  * adopts one: only the first backing made over a view may write past it (a second one, over a
  * view two columns share, copies as usual).
  */
-const ROOM = new WeakMap<object, Elements | Buffer>();
+const ROOM = new WeakMap<object, ArrayBufferView>();
 
 /**
  * A zeroed array of `n` elements that is a view of one with room after it (as the first copy of a
  * loaded array gets, 1/8 more): the first Backing over the view takes the whole array as its own
- * instead of copying, so the first change after a compaction copies nothing. Older generations
- * read only their own rows, so nothing they read is written.
+ * instead of copying, so the first change after a compaction (or a snapshot's load) copies
+ * nothing. Older generations read only their own rows, so nothing they read is written.
  */
-export function withRoom<T extends Elements>(make: new (n: number) => T, n: number): T {
+export function withRoom<T extends Elements | Uint8Array>(make: new (n: number) => T, n: number): T {
   const whole = new make(capacity(false, 0, n));
   const view = whole.subarray(0, n) as T;
   ROOM.set(view, whole);
@@ -49,6 +49,14 @@ export function bytesWithRoom(n: number): Buffer {
   const view = whole.subarray(0, n);
   ROOM.set(view, whole);
   return view;
+}
+
+/** A Buffer over the bytes of `bytes` that takes over the room `withRoom` gave them (a snapshot's text bytes). */
+export function bufferOf(bytes: Uint8Array): Buffer {
+  const out = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const whole = adopt(bytes);
+  if (whole !== undefined) ROOM.set(out, Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength));
+  return out;
 }
 
 /** The whole array behind a view made with room, taken by the first caller (undefined after, or for any other array). */
