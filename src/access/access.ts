@@ -223,10 +223,6 @@ export class TableAccess {
       access.textIndexes.set(field, index);
       yield;
     }
-    // Walks' rent-or-buy decisions carry over (bitsets and block counts are this generation's
-    // own): a lookup and order whose deep walks had paid for block counts gets them built at its
-    // first deep walk on the new generation, instead of paying for plain walks again.
-    for (const [key, w] of this.walkCountsCache) access.walkCountsCache.set(key, { paid: w.counts !== null ? Infinity : w.paid, bits: null, counts: null });
   }
 
   /**
@@ -479,8 +475,7 @@ export class TableAccess {
 
   /**
    * The walk counts kept under `key` (the caller's spelling of the lookup and the order), made
-   * empty on first use. The next generation carries only what the walks paid (`next`): its rows
-   * and orders differ.
+   * empty on first use. Not carried to the next generation: its rows and orders differ.
    */
   walkCounts(key: string): WalkCounts {
     let w = this.walkCountsCache.get(key);
