@@ -270,16 +270,16 @@ export function syncDirectory(dir: string): void {
 }
 
 /**
- * Reads a snapshot written by writeSnapshotFile: the meta and every array with its element type,
- * in the order written. Throws a SnapshotError for any problem (see the file comment), never
- * returns a partial result.
- */
-/**
  * Makes the array an entry is read into (`length` elements of `ctor`'s type). The default is
  * `new ctor(length)`; the engine's reader gives large arrays room after them (withRoom).
  */
 export type SnapshotAllocator = (ctor: ArrayConstructor, length: number) => SnapshotArray;
 
+/**
+ * Reads a snapshot written by writeSnapshotFile: the meta and every array with its element type,
+ * in the order written. Throws a SnapshotError for any problem (see the file comment), never
+ * returns a partial result.
+ */
 export function readSnapshotFile(
   file: string,
   onProgress?: SnapshotProgress,

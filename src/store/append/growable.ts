@@ -4,7 +4,8 @@
  * past it; a backing array that runs out of room is replaced by a larger copy. An array the
  * appender did not allocate (the loaded segment's, maybe a view into a shared buffer) is copied
  * before the first write, unless it was made with room for the appender (`withRoom`: a
- * compaction's columns), which the first backing over it adopts.
+ * compaction's columns, an engine snapshot's large arrays), which the first backing over it
+ * adopts.
  */
 import { QueryError } from '../../errors.js';
 import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
