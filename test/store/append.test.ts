@@ -287,6 +287,26 @@ describe('TableAppender: Property', () => {
     generations.checkUnchanged();
   });
 
+  it("copies a text column's bytes into a larger array in steps before the batch's write, not in the write", () => {
+    // a table whose remarks fill 2 MB, then batches that fit the room the first append leaves and one that does not
+    const big = props.slice(0, 50).map((r, i) => ({ ...strip(r), PublicRemarks: `${i} `.padEnd(40_000, 'x') }));
+    const appender = new TableAppender(loadRecords({ Property: big }, { now }).Property);
+    const steps = (batch: Rec[]): number => {
+      let yields = 0;
+      const it = appender.appendSteps(loadBatch('Property', batch, { now }));
+      while (!it.next().done) yields++;
+      return yields;
+    };
+    const small = (from: number): Rec[] => props.slice(from, from + 2).map((r) => ({ ...strip(r), PublicRemarks: 'short' }));
+    steps(small(60)); // the first append copies every loaded array (with 1/8 room)
+    const fits = steps(small(70));
+    const grows = steps(props.slice(80, 82).map((r) => ({ ...strip(r), PublicRemarks: 'y'.repeat(400_000) })));
+    // the 2 MB of bytes are copied in slices of 128 KB, each a step of its own
+    expect(grows - fits).toBeGreaterThanOrEqual(16);
+    expect(appender.table.record(appender.table.rowCount - 1).PublicRemarks).toBe('y'.repeat(400_000));
+    expect(appender.table.record(0).PublicRemarks).toBe(big[0].PublicRemarks);
+  });
+
   it('keeps Location, RawLocation and DaysOnMarket on the appended Latitude, Longitude and reference arrays', () => {
     const appender = new TableAppender(baseTable);
     let t = baseTable;

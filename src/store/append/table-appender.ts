@@ -207,6 +207,7 @@ export class TableAppender {
     }
     const n = this.current.rowCount;
     const total = n + m;
+    for (const w of writes) if (w.reserveSteps) yield* w.reserveSteps(n);
     for (let i = 0; i < writes.length; i++) {
       writes[i](n);
       if (i % APPEND_CHECK_COLUMNS === APPEND_CHECK_COLUMNS - 1) yield;

@@ -18,8 +18,15 @@ export interface Batch {
   readonly parent: Table | undefined;
 }
 
-/** Writes the batch's rows as rows n..n+m-1; cannot fail (everything was checked before). */
-export type Write = (n: number) => void;
+/**
+ * Writes the batch's rows as rows n..n+m-1; cannot fail (everything was checked before).
+ * `reserveSteps`, when given, makes the room the write needs beyond what `reserve` could know (a
+ * text column's bytes) in steps before it, so a copy of a large array never holds the event loop.
+ */
+export interface Write {
+  (n: number): void;
+  reserveSteps?: (n: number) => Steps<void>;
+}
 
 /** One column of the table across its generations. */
 export abstract class Part {
