@@ -16,6 +16,7 @@ import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js'
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 import { SearchView } from '../search/live.js';
 import { extendSteps, foldBound, SplitOrder } from './split-order.js';
+import { Backing, withRoom } from '../store/append/growable.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
 const STEP_ROWS = 1 << 13;
@@ -73,13 +74,13 @@ interface TextIndex {
 }
 
 /**
- * The key ranks of a line of generations of a table: one array with room, where each next
- * generation writes the ranks of its appended rows after the rows the previous one ranked (older
- * generations read only their own rows). Ranks are spaced `gap` apart when made, so that a row
- * added later gets a rank between its neighbours' without renumbering them.
+ * The key ranks of a line of generations of a table: one growable array (a column's Backing),
+ * where each next generation writes the ranks of its appended rows after the rows the previous one
+ * ranked (older generations read only their own rows). Ranks are spaced `gap` apart when made, so
+ * that a row added later gets a rank between its neighbours' without renumbering them.
  */
 interface RankLine {
-  readonly array: Uint32Array;
+  readonly ranks: Backing<Uint32Array>;
   /** Rows ranked by the newest generation of the line. */
   rows: number;
   readonly gap: number;
@@ -305,13 +306,14 @@ export class TableAccess {
     const order = yield* this.keyOrderSteps();
     const n = this.table.rowCount;
     const gap = rankGap(n);
-    const array = new Uint32Array(n + (n >>> 3));
+    const ranks = new Backing(withRoom(Uint32Array, n));
+    const array = ranks.array;
     const c = order.cursor();
     for (let p = 0; p < n; p++) {
       array[c.next()] = (p + 1) * gap;
       if ((p & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
     }
-    this.rankLine = { array, rows: n, gap };
+    this.rankLine = { ranks, rows: n, gap };
     this.keyRankCache = array.subarray(0, n);
     return this.keyRankCache;
   }
@@ -327,15 +329,10 @@ export class TableAccess {
     const order = this.keyOrderCache!;
     const to = this.table.rowCount;
     if (order.tail.length > 0) {
-      let array = line.array;
-      if (line.rows !== from || array.length < to) {
-        array = new Uint32Array(to + (to >>> 3));
-        for (let start = 0; start < from; start += STEP_ROWS) {
-          array.set(line.array.subarray(start, Math.min(from, start + STEP_ROWS)), start);
-          yield;
-        }
-        line = { array, rows: from, gap: line.gap };
-      }
+      // not the line's newest generation (a change rolled back since): a copy of its own
+      if (line.rows !== from) line = { ranks: new Backing(line.ranks.array), rows: from, gap: line.gap };
+      yield* line.ranks.roomSteps(from, to);
+      const array = line.ranks.array;
       if (placeRanks(order, array, from, line.gap)) {
         line.rows = to;
         this.rankLine = line;
