@@ -22,7 +22,13 @@ import { Backing, withRoom } from '../store/append/growable.js';
 const STEP_ROWS = 1 << 13;
 
 /** Rows of a text-value map made between two check points (each decodes a string and sets a map entry). */
-const TEXT_STEP_ROWS = 4096;
+const TEXT_STEP_ROWS = 256;
+
+/** Keys compared between two check points of building a key order (a power of two). */
+const KEY_SCAN_ROWS = 2048;
+
+/** Rows out of key order sorted at once when a key order is built; each chunk is then merged in steps. */
+const SORT_CHUNK_ROWS = 1024;
 
 /** New rows sorted at once without a check point before and after (beyond it, the sort is a step of its own). */
 const MERGE_STEP_ROWS = 4096;
@@ -159,7 +165,7 @@ export class TableAccess {
     const to = table.rowCount;
     const maxTail = foldBound(to);
     if (this.keyOrderCache !== null) {
-      const compare = (a: number, b: number): number => compareKeys(table, a, b);
+      const compare = keyComparator(table);
       const order = yield* extendSteps(this.keyOrderCache, yield* addedRows(from, to, compare), compare, maxTail);
       access.keyOrderCache = order;
       access.keyOrderRead = this.keyOrderRead;
@@ -235,9 +241,10 @@ export class TableAccess {
    * Walk counts, a cache of their own, are left to be made on use.
    */
   *compactedSteps(next: TableAccess, rows: Uint32Array): Steps<void> {
-    const newRowOf = new Int32Array(this.table.rowCount).fill(-1);
+    // the new row + 1 of each old row, 0 for a row dropped (no fill of the whole array at once)
+    const newRowOf = new Uint32Array(this.table.rowCount);
     for (let i = 0; i < rows.length; i++) {
-      newRowOf[rows[i]] = i;
+      newRowOf[rows[i]] = i + 1;
       if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
     }
     function* renumbered(perm: SplitOrder): Steps<SplitOrder> {
@@ -246,7 +253,7 @@ export class TableAccess {
       const c = perm.cursor();
       for (let i = 0; i < perm.length; i++) {
         const row = newRowOf[c.next()];
-        if (row >= 0) out[k++] = row;
+        if (row > 0) out[k++] = row - 1;
         if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
       }
       return new SplitOrder(out);
@@ -344,34 +351,37 @@ export class TableAccess {
   }
 
   /**
-   * The key order, built in steps when not built yet (compaction): the check that
-   * the rows are in key order already checks in every STEP_ROWS rows; a sort (rows out of order)
-   * is one step.
+   * The key order, built in steps when not built yet (compaction). Loaded data is usually in key
+   * order already: the rows up to the first out of order are the base as they are, and the rest
+   * are sorted in chunks of SORT_CHUNK_ROWS merged into the order one after another
+   * (`extendSteps`), so no step sorts more than a chunk. Keys compare on their UTF-8 bytes
+   * (`compareUtf8`, ordinal like UTF-16 strings), ties by row.
    */
   *keyOrderSteps(): Steps<SplitOrder> {
     if (this.keyOrderCache) return this.keyOrderCache;
     const n = this.table.rowCount;
-    const { bytes, offsets } = this.table.keyColumn;
-    // Loaded data is usually already in key order: check on the UTF-8 bytes, which order like
-    // UTF-16 strings unless a key holds a 4-byte sequence (then compare as strings).
-    let sorted = true;
-    for (let r = 1; r < n && sorted; r++) {
-      if (compareUtf8(bytes, offsets[r - 1], offsets[r], bytes, offsets[r], offsets[r + 1]) > 0) sorted = false;
-      if ((r & (STEP_ROWS - 1)) === 0) yield;
+    const compare = keyComparator(this.table);
+    let sorted = Math.min(1, n);
+    while (sorted < n && compare(sorted - 1, sorted) < 0) {
+      sorted++;
+      if ((sorted & (KEY_SCAN_ROWS - 1)) === 0) yield;
     }
-    if (sorted && n > 0) for (let i = offsets[0]; i < offsets[n] && sorted; i++) if (bytes[i] >= 0xf0) sorted = false;
-    let order: Uint32Array;
-    if (sorted) {
-      order = new Uint32Array(n);
-      for (let i = 0; i < n; i++) order[i] = i;
-    } else {
-      const keys = new Array<string>(n);
-      for (let r = 0; r < n; r++) keys[r] = this.table.keyOf(r);
-      order = Uint32Array.from(keys.keys()).sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
+    const base = new Uint32Array(sorted);
+    for (let i = 0; i < sorted; i++) {
+      base[i] = i;
+      if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
     }
-    yield;
-    this.keyOrderCache = new SplitOrder(order);
-    return this.keyOrderCache;
+    let order = new SplitOrder(base);
+    const maxTail = foldBound(n);
+    for (let from = sorted; from < n; from += SORT_CHUNK_ROWS) {
+      const chunk = new Uint32Array(Math.min(SORT_CHUNK_ROWS, n - from));
+      for (let i = 0; i < chunk.length; i++) chunk[i] = from + i;
+      chunk.sort(compare);
+      yield;
+      order = yield* extendSteps(order, chunk, compare, maxTail);
+    }
+    this.keyOrderCache = order;
+    return order;
   }
 
   /**
@@ -538,11 +548,13 @@ function addTextRows(index: TextIndex, c: { get(row: number): string | null }, t
   index.covered = Math.max(index.covered, to);
 }
 
-/** Key order of two rows (UTF-16 code unit order, as buildKeyOrder), ties by row. */
-function compareKeys(table: Table, a: number, b: number): number {
-  const ka = table.keyOf(a);
-  const kb = table.keyOf(b);
-  return ka < kb ? -1 : ka > kb ? 1 : a - b;
+/**
+ * The key order of two rows of `table`: ordinal (UTF-16 code unit) order of their keys, compared
+ * on the UTF-8 bytes without decoding them (`compareUtf8`), ties by row.
+ */
+function keyComparator(table: Table): (a: number, b: number) => number {
+  const { bytes, offsets } = table.keyColumn;
+  return (a, b) => compareUtf8(bytes, offsets[a], offsets[a + 1], bytes, offsets[b], offsets[b + 1]) || a - b;
 }
 
 /** The order of sortedBy: nulls first, then value, ties by key rank. */

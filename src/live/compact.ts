@@ -18,7 +18,7 @@ import { searchTokenSources } from '../search/indexes.js';
 import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/access.js';
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
-import { getBit, newBitmap, setBit, wordsFor } from '../util/bits.js';
+import { getBit, newBitmap, popcount32, setBit, wordsFor } from '../util/bits.js';
 import { bytesWithRoom, withRoom } from '../store/append/growable.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
@@ -104,7 +104,10 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   const tokens = searchTokenSources(p);
   const search = {} as Record<SearchFieldName, FieldIndex>;
   for (const f of SEARCH_FIELDS) {
-    search[f] = yield* buildFieldIndexSteps(p.rowCount, tokens[f], { address: f === 'RawAddressSearchText', tokenized: true });
+    // room for the pairs from the base index's pairs per row (the pairs are not copied to grow)
+    const was = access.base.search[f];
+    const pairs = Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM);
+    search[f] = yield* buildFieldIndexSteps(p.rowCount, tokens[f], { address: f === 'RawAddressSearchText', tokenized: true, pairs });
   }
   const point = (field: 'Location' | 'RawLocation'): PointIndex => {
     const c = p.columnOf(field, 'point')!;
@@ -180,10 +183,10 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
   }
   const keep = newBitmap(n);
   setBit(keep, n - 1);
-  for (const newest of there.values()) {
-    for (let i = 0; i < newest.length; i++) if (newest[i] > 0) setBit(keep, newest[i] - 1);
-    yield;
-  }
+  for (const newest of there.values())
+    yield* each(newest.length, (i) => {
+      if (newest[i] > 0) setBit(keep, newest[i] - 1);
+    });
   let seen = 0;
   for (const shard of gone) {
     for (const row of shard.values()) {
@@ -192,11 +195,14 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
       if (++seen % EVENT_STEP_ROWS === 0) yield;
     }
   }
-  const rows: number[] = [];
+  let kept = 0;
+  yield* each(keep.length, (w) => (kept += popcount32(keep[w])));
+  const rows = new Uint32Array(kept);
+  let k = 0;
   yield* each(n, (row) => {
-    if (getBit(keep, row)) rows.push(row);
+    if (getBit(keep, row)) rows[k++] = row;
   });
-  return Uint32Array.from(rows);
+  return rows;
 }
 
 /** Maps of gone records' newest events (a power of two): each stays far under a Map's 2^24 entries. */
@@ -216,16 +222,28 @@ interface ParentLinkMap {
   readonly map: (oldRow: number) => number;
 }
 
-/** Rows of one column gathered, or keys indexed, between two check points (the runner gives the loop a turn once the step budget is used). */
+/** Rows of one array gathered (an element copied per row) between two check points (the runner gives the loop a turn once the step budget is used). */
 const GATHER_STEP_ROWS = 1 << 12;
 
-/** Events whose record is looked up (a string key built and hashed per row) between two check points. */
-const EVENT_STEP_ROWS = 512;
+/** Rows between two check points where each costs a call (a key hashed and indexed, a map read, a parent row looked up). */
+const CALL_STEP_ROWS = 256;
 
-/** body(i) for i in [0, n), yielding every GATHER_STEP_ROWS. */
-function* each(n: number, body: (i: number) => void): Steps<void> {
-  for (let a = 0; a < n; a += GATHER_STEP_ROWS) {
-    const b = Math.min(n, a + GATHER_STEP_ROWS);
+/** Elements (bytes of text, codes of a collection) copied between two check points, in runs of consecutive rows. */
+const COPY_STEP_ELEMENTS = 1 << 16;
+
+/** The room made for a compacted search field's (term, row) pairs, over what the base index's pairs per row predict. */
+const PAIR_ROOM = 1.125;
+
+/** Runs shorter than this are copied element by element. */
+const SHORT_RUN_ELEMENTS = 64;
+
+/** Events whose record is looked up (a string key built and hashed per row) between two check points. */
+const EVENT_STEP_ROWS = 64;
+
+/** body(i) for i in [0, n), yielding every `stepRows`. */
+function* each(n: number, body: (i: number) => void, stepRows = GATHER_STEP_ROWS): Steps<void> {
+  for (let a = 0; a < n; a += stepRows) {
+    const b = Math.min(n, a + stepRows);
     for (let i = a; i < b; i++) body(i);
     if (b < n) yield;
   }
@@ -264,10 +282,14 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* sparse<V>(m: ReadonlyMap<number, V> | null): Steps<Map<number, V> | null> {
     if (m === null || m.size === 0) return null;
     const out = new Map<number, V>();
-    yield* each(n, (i) => {
-      const v = m.get(rows[i]);
-      if (v !== undefined) out.set(i, v);
-    });
+    yield* each(
+      n,
+      (i) => {
+        const v = m.get(rows[i]);
+        if (v !== undefined) out.set(i, v);
+      },
+      CALL_STEP_ROWS,
+    );
     return out.size > 0 ? out : null;
   }
   /** Offsets of the gathered rows' runs [offsets[row], offsets[row + 1]) of `from`. */
@@ -275,6 +297,30 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     const offsets = withRoom(Uint32Array, n + 1);
     yield* each(n, (i) => (offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]]));
     return offsets;
+  }
+  /**
+   * Each gathered row's run [fromOffsets[row], fromOffsets[row + 1]) of a variable-length
+   * column's elements `from` copied to [to[i], to[i + 1]) of `into`: once per run of consecutive
+   * old rows (loaded rows gather in runs), a short run element by element (a typed-array copy
+   * costs a view of its own), with a check point every COPY_STEP_ELEMENTS elements or
+   * CALL_STEP_ROWS runs.
+   */
+  function* runsOf<A extends Uint8Array | Uint16Array | Uint32Array>(from: A, fromOffsets: Uint32Array, into: A, to: Uint32Array): Steps<void> {
+    let work = 0;
+    for (let i = 0; i < n;) {
+      let j = i + 1;
+      while (j < n && rows[j] === rows[j - 1] + 1 && to[j] - to[i] < COPY_STEP_ELEMENTS) j++;
+      const start = fromOffsets[rows[i]];
+      const end = fromOffsets[rows[j - 1] + 1];
+      if (end - start < SHORT_RUN_ELEMENTS) for (let e = start, at = to[i]; e < end; e++, at++) into[at] = from[e];
+      else into.set(from.subarray(start, end), to[i]);
+      work += (end - start) / COPY_STEP_ELEMENTS + 1 / CALL_STEP_ROWS;
+      i = j;
+      if (work >= 1) {
+        work = 0;
+        yield;
+      }
+    }
   }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
     const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as new (n: number) => Uint16Array | Uint32Array, n);
@@ -303,20 +349,20 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
       case 'collection': {
         const offsets = yield* offsetsOf(c.offsets);
         const codes = withRoom<Uint16Array | Uint32Array>(c.codes.constructor as new (n: number) => Uint16Array | Uint32Array, offsets[n]);
-        yield* each(n, (i) => codes.set(c.codes.subarray(c.offsets[rows[i]], c.offsets[rows[i] + 1]), offsets[i]));
+        yield* runsOf(c.codes, c.offsets, codes, offsets);
         return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
       }
       case 'text': {
         if (c instanceof ParentKeyColumn) {
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
           const parentRow = withRoom(Int32Array, n);
-          yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])));
+          yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])), CALL_STEP_ROWS);
           return new ParentKeyColumn(parentRow, parent.table.keyColumn, yield* sparse(c.unlinked));
         }
         const t = c as Utf8TextColumn;
         const offsets = yield* offsetsOf(t.offsets);
         const bytes = bytesWithRoom(offsets[n]);
-        yield* each(n, (i) => t.bytes.copy(bytes, offsets[i], t.offsets[rows[i]], t.offsets[rows[i] + 1]));
+        yield* runsOf<Uint8Array>(t.bytes, t.offsets, bytes, offsets);
         return new Utf8TextColumn(bytes, offsets, yield* bits(t.validity));
       }
       case 'point':
@@ -339,7 +385,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   const index = new ByteIndex(keys, n);
   for (let row = 0; row < n; row++) {
     index.add(row, hashBytes(keys.bytes, keys.offsets[row], keys.offsets[row + 1]));
-    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+    if (row % CALL_STEP_ROWS === CALL_STEP_ROWS - 1) yield;
   }
   return new Table(table.resource, table.schema, all as Column[], index, n, table.clock);
 }

@@ -29,10 +29,15 @@ export interface FieldIndexOptions {
   readonly address: boolean;
   /** `textsOf` appends tokens already, not texts (callers that cache the tokens of repeated values). */
   readonly tokenized?: boolean;
+  /** (term, row) pairs expected: the builder starts with room for them (the pairs are not copied to grow while it is below). */
+  readonly pairs?: number;
 }
 
-/** Rows buildFieldIndexSteps reads or writes between two yields. */
-export const BUILD_STEP_ROWS = 64;
+/** Tokens (or texts) buildFieldIndexSteps adds between two yields. */
+export const BUILD_STEP_TOKENS = 256;
+
+/** (term, row) pairs the second pass scatters into the postings between two yields. */
+const FINISH_STEP_PAIRS = 1 << 13;
 
 const HASH_SEED = 0x811c9dc5 | 0;
 const HASH_PRIME = 0x01000193;
@@ -156,9 +161,15 @@ export class FieldIndexBuilder {
   constructor(
     readonly rowCount: number,
     readonly address: boolean,
+    /** (term, row) pairs to make room for at once. */
+    pairs = 0,
   ) {
     this.rowStart = new Uint32Array(rowCount + 1);
     this.lengths = new Uint32Array(rowCount);
+    if (pairs > this.pairTerms.length) {
+      this.pairTerms = new Int32Array(pairs);
+      this.pairTfs = new Uint16Array(pairs);
+    }
   }
 
   /**
@@ -311,25 +322,30 @@ export class FieldIndexBuilder {
     this.tokens = 0;
   }
 
-  /** The second pass (after every row was added), in steps of `stepRows` rows. */
-  *finish(stepRows: number): Steps<FieldIndex> {
+  /** The second pass (after every row was added), in steps of about `stepPairs` pairs. */
+  *finish(stepPairs: number): Steps<FieldIndex> {
     const { rowCount, terms, df, rowStart, pairTerms, pairTfs } = this;
     if (this.rowsAdded !== rowCount) throw new Error(`FieldIndexBuilder: ${this.rowsAdded} rows added of ${rowCount}`);
     const offsets = new Uint32Array(terms.length + 1);
-    for (let t = 0; t < terms.length; t++) offsets[t + 1] = offsets[t] + df[t];
+    for (let t = 0; t < terms.length; t++) {
+      offsets[t + 1] = offsets[t] + df[t];
+      if ((t + 1) % stepPairs === 0) yield;
+    }
     const cursor = offsets.slice(0, terms.length);
     const rows = new Uint32Array(this.pairCount);
     const tfs = new Uint16Array(this.pairCount);
-    for (let from = 0; from < rowCount; from += stepRows) {
-      const to = Math.min(rowCount, from + stepRows);
-      for (let row = from; row < to; row++) {
-        for (let k = rowStart[row]; k < rowStart[row + 1]; k++) {
-          const pos = cursor[pairTerms[k]]++;
-          rows[pos] = row;
-          tfs[pos] = pairTfs[k];
-        }
+    let stepEnd = stepPairs;
+    for (let row = 0; row < rowCount; row++) {
+      const end = rowStart[row + 1];
+      for (let k = rowStart[row]; k < end; k++) {
+        const pos = cursor[pairTerms[k]]++;
+        rows[pos] = row;
+        tfs[pos] = pairTfs[k];
       }
-      if (to < rowCount) yield;
+      if (end >= stepEnd) {
+        stepEnd = end + stepPairs;
+        yield;
+      }
     }
     return {
       rowCount,
@@ -370,24 +386,29 @@ export function buildFieldIndexOf(
     addRow(row);
     builder.endRow();
   }
-  return runNow(builder.finish(rowCount));
+  return runNow(builder.finish(Infinity));
 }
 
 /**
- * buildFieldIndex as steps: it yields after every BUILD_STEP_ROWS rows of the first pass and
- * every 8 * BUILD_STEP_ROWS of the second, so a caller can let other work run while a large index
- * is built (compaction); the return value is the index.
+ * buildFieldIndex as steps: it yields after every BUILD_STEP_TOKENS tokens (texts, when not
+ * `tokenized`) of the first pass and every FINISH_STEP_PAIRS pairs of the second, so a caller can
+ * let other work run while a large index is built (compaction); the return value is the index.
  */
 export function* buildFieldIndexSteps(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): Steps<FieldIndex> {
-  const builder = new FieldIndexBuilder(rowCount, options.address);
+  const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs);
   const strings: string[] = [];
+  let work = 0;
   for (let row = 0; row < rowCount; row++) {
-    if (row % BUILD_STEP_ROWS === BUILD_STEP_ROWS - 1) yield;
     strings.length = 0;
     textsOf(row, strings);
     if (options.tokenized) for (const token of strings) builder.addToken(token);
     else for (const text of strings) builder.addText(text);
     builder.endRow();
+    work += strings.length;
+    if (work >= BUILD_STEP_TOKENS) {
+      work = 0;
+      yield;
+    }
   }
-  return yield* builder.finish(BUILD_STEP_ROWS * 8);
+  return yield* builder.finish(FINISH_STEP_PAIRS);
 }

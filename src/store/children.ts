@@ -52,9 +52,12 @@ export function buildChildIndex(child: Table, parentCount: number, linkField: st
 }
 
 /** Listings whose children buildChildIndexSteps sorts between two yields. */
-const SORT_STEP_PARENTS = 1 << 10;
+const SORT_STEP_PARENTS = 1 << 6;
 
-/** buildChildIndex as steps (compaction): it yields after grouping and every SORT_STEP_PARENTS listings sorted. */
+/** Child rows counted or placed in their listing's group between two check points (a power of two). */
+const GROUP_STEP_ROWS = 1 << 13;
+
+/** buildChildIndex as steps (compaction): it yields every GROUP_STEP_ROWS child rows grouped and every SORT_STEP_PARENTS listings sorted. */
 export function* buildChildIndexSteps(child: Table, parentCount: number, linkField: string, order: readonly OrderKey[]): Steps<ChildIndex> {
   const offsets = new Uint32Array(parentCount + 1);
   const link = child.column(linkField);
@@ -68,13 +71,16 @@ export function* buildChildIndexSteps(child: Table, parentCount: number, linkFie
       offsets[p + 1]++;
       linked++;
     }
+    if ((r & (GROUP_STEP_ROWS - 1)) === GROUP_STEP_ROWS - 1) yield;
   }
   for (let p = 0; p < parentCount; p++) offsets[p + 1] += offsets[p];
+  yield;
   const rows = new Uint32Array(linked);
   const next = offsets.slice(0, parentCount);
   for (let r = 0; r < n; r++) {
     const p = parentRow[r];
     if (p >= 0) rows[next[p]++] = r;
+    if ((r & (GROUP_STEP_ROWS - 1)) === GROUP_STEP_ROWS - 1) yield;
   }
 
   const compare = childComparator(child, order);
