@@ -6,8 +6,8 @@
  * Stored (content format ENGINE_SNAPSHOT_VERSION): every table's schema (field definitions in
  * schema order), its columns (typed arrays as they are in memory; dictionaries, timestamp style
  * tables and the sparse maps of rare values in `meta`), its key index (the hash table's slots);
- * the child groupings (offsets + rows per child resource); the six search-field indexes (terms in
- * `meta`, CSR postings, frequencies, field lengths, the mean length); the Location and RawLocation
+ * the child groupings (offsets + rows per child resource); the six search-field indexes (term lists
+ * as UTF-8 bytes and offsets, CSR postings, frequencies, field lengths, the mean length); the Location and RawLocation
  * KD-trees (kdbush's buffer, tree item → row, cosines of latitude); the load report, accounts.json
  * and mls_profiles.json. An array shared by two columns (Latitude and the points, the DaysOnMarket
  * reference) is stored once and shared again when read.
@@ -54,6 +54,7 @@ import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
 import { Table } from '../store/table.js';
 import { wordsFor } from '../util/bits.js';
+import { decodeUtf8, writeUtf8 } from '../store/bytes.js';
 import { bufferOf, withRoom } from '../store/append/growable.js';
 import {
   readSnapshotFile,
@@ -69,7 +70,7 @@ import {
 /** Names what wrote the meta (a container file from elsewhere is SnapshotForeign). */
 export const ENGINE_SNAPSHOT_KIND = 'reso-engine';
 /** The content format: bumped whenever what `meta` and the arrays mean changes. */
-export const ENGINE_SNAPSHOT_VERSION = 4;
+export const ENGINE_SNAPSHOT_VERSION = 5;
 
 type PointField = 'Location' | 'RawLocation';
 const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
@@ -97,7 +98,8 @@ interface TableMeta {
 interface FieldIndexMeta {
   rowCount: number;
   address: boolean;
-  terms: string[];
+  /** The term list as UTF-8 bytes and offsets (see `packStrings`). */
+  terms: { bytes: string; offsets: string };
   offsets: string;
   rows: string;
   tfs: string;
@@ -208,10 +210,11 @@ export function encodeEngine(
   for (const f of SEARCH_FIELDS) {
     const x = indexes.search[f];
     const put = (part: string, a: SnapshotArray): string => out.put(`search.${f}.${part}`, a);
+    const terms = packStrings(x.terms);
     search[f] = {
       rowCount: x.rowCount,
       address: x.address,
-      terms: [...x.terms],
+      terms: { bytes: put('terms.bytes', terms.bytes), offsets: put('terms.offsets', terms.offsets) },
       offsets: put('offsets', x.offsets),
       rows: put('rows', x.rows),
       tfs: put('tfs', x.tfs),
@@ -315,6 +318,28 @@ function sparse(v: unknown, n: number, what: string): Map<number, string> | null
 }
 
 /** Offsets into something of `size` elements: from `first` on, never decreasing, ending at or below (exact: at) size. */
+/**
+ * A list of strings as UTF-8 bytes and offsets (string i is bytes [offsets[i], offsets[i + 1])).
+ * The search indexes' term lists are stored so, not as JSON strings in `meta`: JSON.parse
+ * internalizes every string value of up to 10 characters, and V8 walks its whole table of
+ * internalized strings in every full collection, so a million terms read from a snapshot cost
+ * each mark-compact about 20 ms (DESIGN.md, "Garbage and pauses"). Strings decoded from bytes are
+ * ordinary heap strings.
+ */
+function packStrings(list: readonly string[]): { bytes: Uint8Array; offsets: Uint32Array } {
+  const offsets = new Uint32Array(list.length + 1);
+  for (let i = 0; i < list.length; i++) offsets[i + 1] = offsets[i] + Buffer.byteLength(list[i], 'utf8');
+  const bytes = Buffer.allocUnsafe(offsets[list.length]);
+  for (let i = 0; i < list.length; i++) writeUtf8(list[i], bytes, offsets[i]);
+  return { bytes, offsets };
+}
+
+function unpackStrings(bytes: Buffer, offsets: Uint32Array): string[] {
+  const out = new Array<string>(offsets.length - 1);
+  for (let i = 0; i < out.length; i++) out[i] = decodeUtf8(bytes, offsets[i], offsets[i + 1]);
+  return out;
+}
+
 function checkOffsets(offsets: Uint32Array, size: number, exact: boolean, what: string): void {
   let prev = offsets[0];
   for (let i = 1; i < offsets.length; i++) {
@@ -518,7 +543,12 @@ function decodeFieldIndex(field: SearchFieldName, v: unknown, listings: number, 
   const m = obj(v, what);
   if (m.rowCount !== listings) corrupt(`${what} covers ${String(m.rowCount)} listings, not ${listings}`);
   if (m.address !== (field === 'RawAddressSearchText')) corrupt(`${what} has the wrong address flag`);
-  const terms = strings(m.terms, `${what} terms`);
+  const packed = obj(m.terms, `${what} terms`);
+  const bytes = bufferOf(a.take(packed.bytes, [Uint8Array], null, what));
+  const termOffsets = a.take(packed.offsets, [Uint32Array], null, what);
+  if (termOffsets.length === 0) corrupt(`${what} term offsets are empty`);
+  checkOffsets(termOffsets, bytes.length, true, `${what} term offsets`);
+  const terms = unpackStrings(bytes, termOffsets);
   const termIds = new Map(terms.map((t, i) => [t, i]));
   if (termIds.size !== terms.length) corrupt(`${what} repeats a term`);
   const offsets = a.u32(m.offsets, terms.length + 1, what);

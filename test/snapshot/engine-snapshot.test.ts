@@ -518,8 +518,32 @@ describe('the default data set through a snapshot', () => {
         'a repeated term',
         'SnapshotCorrupt',
         /repeats a term/,
+        (m, a) => {
+          const { bytes, offsets } = m.search.ListOfficeSearchText.terms;
+          const o = a.get(offsets) as Uint32Array;
+          const b = Buffer.from(a.get(bytes) as Uint8Array);
+          const terms = Array.from({ length: o.length - 1 }, (_, i) => b.toString('utf8', o[i], o[i + 1]));
+          terms[1] = terms[0];
+          a.set(bytes, new Uint8Array(Buffer.from(terms.join(''))));
+          a.set(offsets, Uint32Array.from([0, ...terms.map((t, i) => Buffer.byteLength(terms.slice(0, i + 1).join('')))]));
+        },
+      ],
+      [
+        'term offsets past the term bytes',
+        'SnapshotCorrupt',
+        /ListOfficeSearchText term offsets/,
+        (m, a) => {
+          mutate<Uint32Array>(a, m.search.ListOfficeSearchText.terms.offsets, (x) => {
+            x[x.length - 1] += 1;
+          });
+        },
+      ],
+      [
+        'a term list written as JSON strings (content version 4)',
+        'SnapshotCorrupt',
+        /KeywordSearchText terms is not an object/,
         (m) => {
-          m.search.ListOfficeSearchText.terms[1] = m.search.ListOfficeSearchText.terms[0];
+          m.search.KeywordSearchText.terms = ['pool', 'granite'];
         },
       ],
       [
