@@ -336,6 +336,9 @@ interface StreamConfig {
 
 interface StreamStats {
   generations: number;
+  /** Automatic compactions that finished during the stream's idle windows, and during its stream windows. */
+  compactionsIdle: number;
+  compactionsStreaming: number;
   changes: number;
   listings: number;
   records: number;
@@ -504,20 +507,34 @@ const bench: BenchFile = {
           const source = feed.changes(needed, config.batch)[Symbol.iterator]();
           const idle = mix.map(() => ({ latency: [] as number[], service: [] as number[] }));
           const lat = mix.map(() => ({ latency: [] as number[], service: [] as number[] }));
-          const stats: StreamStats = { generations: 0, changes: 0, listings: 0, records: 0, applyMs: [], seconds: 0, ranOut: false };
+          const stats: StreamStats = {
+            generations: 0,
+            compactionsIdle: 0,
+            compactionsStreaming: 0,
+            changes: 0,
+            listings: 0,
+            records: 0,
+            applyMs: [],
+            seconds: 0,
+            ranOut: false,
+          };
           const delay: LoopDelay = { max: 0, p99: 0 };
           const idleCpu: CpuShare = { cpuMs: 0, wallMs: 0 };
           const streamCpu: CpuShare = { cpuMs: 0, wallMs: 0 };
           for (let w = 0; w < WINDOWS; w++) {
             log(`stream '${config.name}': window ${w + 1} of ${WINDOWS}, idle then streaming (${(windowMs / 1000).toFixed(1)} s each)`);
             settledMemory();
+            const c0 = engine.compactions.count;
             appendLatencies(idle, await measureQueries(engine, mix, slots, windowMs, idleCpu));
+            const c1 = engine.compactions.count;
             settledMemory();
             await loopDelay(delay, async () => {
               const stream = startStream(engine, source, config.periodMs, stats);
               appendLatencies(lat, await measureQueries(engine, mix, slots, windowMs, streamCpu));
               await stream.stop();
             });
+            stats.compactionsIdle += c1 - c0;
+            stats.compactionsStreaming += engine.compactions.count - c1;
           }
           if (stats.ranOut) log(`stream '${config.name}': ran out of generated changes`);
           streamed.push({ config, idle, lat, stats, delay, idleCpu: shareOf(idleCpu), streamCpu: shareOf(streamCpu) });
@@ -630,6 +647,8 @@ const bench: BenchFile = {
             samples: s.stats.changes,
             metrics: {
               generations: s.stats.generations,
+              compactionsIdle: s.stats.compactionsIdle,
+              compactionsStreaming: s.stats.compactionsStreaming,
               seconds: s.stats.seconds,
               listingChangesPerSec: s.stats.listings / s.stats.seconds,
               recordsPerSec: s.stats.records / s.stats.seconds,
@@ -688,7 +707,7 @@ const bench: BenchFile = {
           '',
           ...streamed.map(
             (s) =>
-              `Under ${s.config.name}: ${s.stats.generations} generations published in ${s.stats.seconds.toFixed(1)} s of streaming, ${count(s.stats.listings / s.stats.seconds)} listing changes/s (${count(s.stats.records / s.stats.seconds)} records/s), ` +
+              `Under ${s.config.name}: ${s.stats.generations} generations published in ${s.stats.seconds.toFixed(1)} s of streaming (automatic compactions finished: ${s.stats.compactionsStreaming} in its stream windows, ${s.stats.compactionsIdle} in the idle windows between), ${count(s.stats.listings / s.stats.seconds)} listing changes/s (${count(s.stats.records / s.stats.seconds)} records/s), ` +
               `${ms(quantile(s.stats.applyMs, 0.5))} ms a change (p95 ${ms(quantile(s.stats.applyMs, 0.95))}); event-loop delay p99 ${ms(s.delay.p99)} ms (worst window), max ${ms(s.delay.max)} ms; ${s.lat.reduce((a, l) => a + l.latency.length, 0)} queries; CPU share ${s.idleCpu.toFixed(2)} idle, ${s.streamCpu.toFixed(2)} streaming.${s.stats.ranOut ? ' (Ran out of generated changes.)' : ''}`,
           ),
         );

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import type { Table } from '../store/table.js';
 import { PointIndex } from '../geo/point-index.js';
 import { runNow, type Steps } from '../util/steps.js';
+import { sortSteps } from '../util/sort-steps.js';
 import { PointView } from '../geo/live-points.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
@@ -26,12 +27,6 @@ const TEXT_STEP_ROWS = 256;
 
 /** Keys compared between two check points of building a key order (a power of two). */
 const KEY_SCAN_ROWS = 2048;
-
-/** Rows out of key order sorted at once when a key order is built; each chunk is then merged in steps. */
-const SORT_CHUNK_ROWS = 1024;
-
-/** New rows sorted at once without a check point before and after (beyond it, the sort is a step of its own). */
-const MERGE_STEP_ROWS = 4096;
 
 /** Per-value bitsets kept per table (each is rowCount bits; the oldest made is dropped first). */
 const MAX_VALUE_BITSETS = 64;
@@ -353,8 +348,7 @@ export class TableAccess {
   /**
    * The key order, built in steps when not built yet (compaction). Loaded data is usually in key
    * order already: the rows up to the first out of order are the base as they are, and the rest
-   * are sorted in chunks of SORT_CHUNK_ROWS merged into the order one after another
-   * (`extendSteps`), so no step sorts more than a chunk. Keys compare on their UTF-8 bytes
+   * are sorted in steps (`sortSteps`) and merged in (`extendSteps`). Keys compare on their UTF-8 bytes
    * (`compareUtf8`, ordinal like UTF-16 strings), ties by row.
    */
   *keyOrderSteps(): Steps<SplitOrder> {
@@ -371,15 +365,7 @@ export class TableAccess {
       base[i] = i;
       if ((i & (STEP_ROWS - 1)) === STEP_ROWS - 1) yield;
     }
-    let order = new SplitOrder(base);
-    const maxTail = foldBound(n);
-    for (let from = sorted; from < n; from += SORT_CHUNK_ROWS) {
-      const chunk = new Uint32Array(Math.min(SORT_CHUNK_ROWS, n - from));
-      for (let i = 0; i < chunk.length; i++) chunk[i] = from + i;
-      chunk.sort(compare);
-      yield;
-      order = yield* extendSteps(order, chunk, compare, maxTail);
-    }
+    const order = yield* extendSteps(new SplitOrder(base), yield* addedRows(sorted, n, compare), compare, foldBound(n));
     this.keyOrderCache = order;
     return order;
   }
@@ -579,14 +565,11 @@ function descendingOrder(values: Float64Array, validity: Uint32Array, rank: Uint
   };
 }
 
-/** Rows [from, to) sorted by `compare` (a sort of many rows is a step of its own). */
+/** Rows [from, to) sorted by `compare`, in steps (`sortSteps`: a check point every hundred comparisons or so). */
 function* addedRows(from: number, to: number, compare: (a: number, b: number) => number): Steps<Uint32Array> {
   const added = new Uint32Array(to - from);
   for (let i = 0; i < added.length; i++) added[i] = from + i;
-  if (added.length > MERGE_STEP_ROWS) yield;
-  added.sort(compare);
-  if (added.length > MERGE_STEP_ROWS) yield;
-  return added;
+  return yield* sortSteps(added, compare);
 }
 
 /** The spacing of the key ranks made for `rows` rows: as wide as leaves room for as many rows again after the last. */
