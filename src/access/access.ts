@@ -16,7 +16,7 @@ import { PointView } from '../geo/live-points.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes.js';
 import { SearchView } from '../search/live.js';
-import { extendSteps, foldBound, SplitOrder } from './split-order.js';
+import { blockCountsSteps, extendSteps, foldBound, SplitOrder } from './split-order.js';
 import { Backing, withRoom } from '../store/append/growable.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
@@ -47,10 +47,19 @@ const MAX_WALK_COUNT_BYTES = 16 << 20;
  * once they are worth it, the block counts of the bitset over the whole order.
  */
 export interface WalkCounts {
+  /** The lookup and the order walked (the next generation makes its own counts from them). */
+  readonly of: WalkOf;
   paid: number;
   /** Set by keepWalkCounts only (it keeps the byte count). */
   bits: Uint32Array | null;
   counts: Uint32Array | null;
+}
+
+/** What walk counts count: the rows holding one of each term's values, over the sorted order of `field`, one way. */
+export interface WalkOf {
+  readonly terms: ReadonlyArray<{ readonly field: string; readonly values: readonly string[] }>;
+  readonly field: string;
+  readonly descending: boolean;
 }
 
 /** One dictionary column's codes a composite count holds rows of. */
@@ -219,6 +228,22 @@ export class TableAccess {
         access.composite.set(key, { terms, count: n });
         yield;
       }
+    }
+    for (const [key, w] of this.walkCountsCache) {
+      if (w.counts === null || w.bits === null) continue;
+      const order = (w.of.descending ? access.sortedDesc : access.sorted).get(w.of.field);
+      if (order === undefined) continue;
+      // The lookup's rows: the older ones less those the change killed, plus the appended live
+      // rows that hold its values (codes looked up in this table's dictionaries: a change may add a value).
+      const bits = newBitmap(to);
+      bits.set(w.bits);
+      if (dead !== null) for (let i = 0, words = (from + 31) >>> 5; i < words; i++) bits[i] &= ~dead[i];
+      const holds = rowTest(table, codeTerms(table, w.of.terms));
+      for (let r = from; r < to; r++) if ((dead === null || !getBit(dead, r)) && holds(r)) setBit(bits, r);
+      yield;
+      const fresh: WalkCounts = { of: w.of, paid: 0, bits: null, counts: null };
+      access.walkCountsCache.set(key, fresh);
+      access.keepWalkCounts(fresh, bits, yield* blockCountsSteps(order, bits));
     }
     for (const [field, index] of this.textIndexes) {
       addTextRows(index, table.column(field) as { get(row: number): string | null }, to);
@@ -468,13 +493,15 @@ export class TableAccess {
 
   /**
    * The walk counts kept under `key` (the caller's spelling of the lookup and the order), made
-   * empty on first use. Not carried to the next generation: its rows and orders differ.
+   * empty on first use (`of()` says what they count). Those with block counts are carried to
+   * the next generation by a change (`next`), made again for its rows and order in the change's
+   * steps; the others start empty there.
    */
-  walkCounts(key: string): WalkCounts {
+  walkCounts(key: string, of: () => WalkOf): WalkCounts {
     let w = this.walkCountsCache.get(key);
     if (w === undefined) {
       if (this.walkCountsCache.size >= MAX_WALK_COUNTS) this.dropOldestWalkCounts();
-      w = { paid: 0, bits: null, counts: null };
+      w = { of: of(), paid: 0, bits: null, counts: null };
       this.walkCountsCache.set(key, w);
     }
     return w;
@@ -482,7 +509,7 @@ export class TableAccess {
 
   /** Keeps a bitset and block counts in walk counts made by `walkCounts`, within the byte bound. */
   keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array | null): void {
-    this.walkCountBytes += walkCountBytes({ paid: 0, bits, counts }) - walkCountBytes(w);
+    this.walkCountBytes += bits.byteLength + (counts?.byteLength ?? 0) - walkCountBytes(w);
     w.bits = bits;
     w.counts = counts;
     while (this.walkCountBytes > MAX_WALK_COUNT_BYTES && this.walkCountsCache.values().next().value !== w) this.dropOldestWalkCounts();
@@ -512,6 +539,14 @@ export class TableAccess {
 
 function walkCountBytes(w: WalkCounts): number {
   return (w.bits?.byteLength ?? 0) + (w.counts?.byteLength ?? 0);
+}
+
+/** Each term's values as the codes of its dictionary column in `table` (values not in it have none). */
+function codeTerms(table: Table, terms: WalkOf['terms']): CodeTerm[] {
+  return terms.map((t) => {
+    const dictionary = table.columnOf(t.field, 'dictionary')!.dictionary;
+    return { field: t.field, codes: t.values.map((v) => dictionary.indexOf(v)).filter((code) => code > 0) };
+  });
 }
 
 /** Whether a row holds one of each term's codes. */

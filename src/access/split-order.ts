@@ -8,7 +8,7 @@
  * which interleaves the two runs by position without comparing rows.
  */
 import { partitionPoint } from '../util/binary-search.js';
-import type { Steps } from '../util/steps.js';
+import { runNow, type Steps } from '../util/steps.js';
 
 const NONE = new Uint32Array(0);
 
@@ -159,4 +159,37 @@ export function* extendSteps(order: SplitOrder, added: Uint32Array, compare: (a:
     if (k < m) out[pos[k]] = merged[k];
   }
   return new SplitOrder(out);
+}
+
+/** Positions of an order per block of match counts (a power of two: a block is found by a shift). */
+export const WALK_BLOCK_SHIFT = 8;
+const WALK_BLOCK = 1 << WALK_BLOCK_SHIFT;
+
+/**
+ * Block counts of a bitset over a whole order, as prefix sums: `counts[b]` is the number of rows
+ * with their bit set at positions [0, b × WALK_BLOCK) of the order, and the last entry the total.
+ * One pass over the order, a check point every STEP_ROWS positions; n / 256 + 1 words (16 KB per
+ * million rows). src/exec/walk.ts jumps deep pages by them.
+ */
+export function* blockCountsSteps(order: SplitOrder, bits: Uint32Array): Steps<Uint32Array> {
+  const blocks = (order.length + WALK_BLOCK - 1) >>> WALK_BLOCK_SHIFT;
+  const counts = new Uint32Array(blocks + 1);
+  const c = order.cursor();
+  let n = 0;
+  for (let b = 0; b < blocks; b++) {
+    counts[b] = n;
+    const end = Math.min(order.length, (b + 1) << WALK_BLOCK_SHIFT);
+    for (let i = b << WALK_BLOCK_SHIFT; i < end; i++) {
+      const row = c.next();
+      n += (bits[row >>> 5] >>> (row & 31)) & 1;
+    }
+    if ((end & (STEP_ROWS - 1)) === 0) yield;
+  }
+  counts[blocks] = n;
+  return counts;
+}
+
+/** blockCountsSteps at once. */
+export function blockCounts(order: SplitOrder, bits: Uint32Array): Uint32Array {
+  return runNow(blockCountsSteps(order, bits));
 }

@@ -3,7 +3,7 @@
  * filter allows, stopping as soon as the page (plus one row, to know whether more remain) is full.
  */
 import type { TableAccess, WalkCounts } from '../access/access.js';
-import type { SplitOrder } from '../access/split-order.js';
+import { blockCounts, WALK_BLOCK_SHIFT, type SplitOrder } from '../access/split-order.js';
 import type { Bound } from '../plan/bound.js';
 import type { LookupTerm } from '../plan/plan.js';
 import type { Table } from '../store/table.js';
@@ -22,31 +22,7 @@ export function walkOrder(order: SplitOrder, from: number, end: number, keep: (r
   return Uint32Array.from(out);
 }
 
-/** Positions of an order per block of match counts (a power of two: a block is found by a shift). */
-export const WALK_BLOCK_SHIFT = 8;
 const WALK_BLOCK = 1 << WALK_BLOCK_SHIFT;
-
-/**
- * Block counts of a bitset over a whole order, as prefix sums: `counts[b]` is the number of rows
- * with their bit set at positions [0, b × WALK_BLOCK) of the order, and the last entry the total.
- * One pass over the order; n / 256 + 1 words (16 KB per million rows).
- */
-export function blockCounts(order: SplitOrder, bits: Uint32Array): Uint32Array {
-  const blocks = (order.length + WALK_BLOCK - 1) >>> WALK_BLOCK_SHIFT;
-  const counts = new Uint32Array(blocks + 1);
-  const c = order.cursor();
-  let n = 0;
-  for (let b = 0; b < blocks; b++) {
-    counts[b] = n;
-    const end = Math.min(order.length, (b + 1) << WALK_BLOCK_SHIFT);
-    for (let i = b << WALK_BLOCK_SHIFT; i < end; i++) {
-      const row = c.next();
-      n += (bits[row >>> 5] >>> (row & 31)) & 1;
-    }
-  }
-  counts[blocks] = n;
-  return counts;
-}
 
 /** One page of a bit walk: the rows at `rows[skip..]` (the positions before are unset), and the positions of the order read. */
 export interface BitPage {
@@ -135,7 +111,7 @@ const WALK_POSITION_COST = 2;
  * kept: a walk then tests bits without making them again (a copy of rowCount / 8 bytes).
  */
 export function lookupWalk(access: TableAccess, terms: readonly LookupTerm[], field: string, descending: boolean): WalkCounts & { bits: Uint32Array } {
-  const w = access.walkCounts(walkKey(terms, field, descending));
+  const w = access.walkCounts(walkKey(terms, field, descending), () => ({ terms, field, descending }));
   if (w.bits === null) access.keepWalkCounts(w, lookupBits(access, terms), null);
   return w as WalkCounts & { bits: Uint32Array };
 }

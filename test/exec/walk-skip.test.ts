@@ -11,7 +11,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SplitOrder } from '../../src/access/split-order.js';
 import { Engine } from '../../src/engine.js';
-import { blockCounts, walkBitsPage } from '../../src/exec/walk.js';
+import { blockCounts } from '../../src/access/split-order.js';
+import { walkBitsPage } from '../../src/exec/walk.js';
 import { Rng } from '../../src/generate/prng.js';
 import { getBit, newBitmap, setBit } from '../../src/util/bits.js';
 
@@ -135,7 +136,8 @@ const SHAPES: Shape[] = [
   { filter: "StandardStatus eq 'Active'", test: (r) => r.StandardStatus === 'Active' },
   { filter: "StandardStatus in ('Active','Pending')", test: (r) => r.StandardStatus === 'Active' || r.StandardStatus === 'Pending' },
   { filter: "StandardStatus eq 'Closed' and City eq 'Seattle'", test: (r) => r.StandardStatus === 'Closed' && r.City === 'Seattle' },
-  { filter: "StandardStatus eq 'Nowhere'", test: () => false },
+  // no listing holds it as loaded; later changes bring some
+  { filter: "StandardStatus eq 'Nowhere'", test: (r) => r.StandardStatus === 'Nowhere' },
 ];
 
 const ORDERS: Array<{ field: string; value: (r: Rec) => number | null; range: (lo: number, hi: number) => Shape }> = [
@@ -200,13 +202,58 @@ function expectPages(engine: Engine, records: ReadonlyMap<string, Rec>, label: s
   );
 }
 
+/** The walk counts the newest generation keeps for Property, by key (white box: they are private). */
+function walkCountsOf(engine: Engine): Map<string, { counts: Uint32Array | null }> {
+  const gen = (engine as unknown as { gen: { access: { of(t: unknown): unknown } } }).gen;
+  return (gen.access.of(engine.store.Property) as { walkCountsCache: Map<string, { counts: Uint32Array | null }> }).walkCountsCache;
+}
+
 describe('deep pages through the engine', () => {
+  it('use the block counts a change carried to the next generation (counted again for its rows in the change)', async () => {
+    const rng = new Rng('walk-carry');
+    const records = new Map<string, Rec>();
+    const key = (i: number): string => `K${String(i).padStart(5, '0')}`;
+    for (let i = 0; i < 3000; i++) records.set(key(i), listing(rng, key(i)));
+    // no result cache: each ask walks (plain walks pay for the counts)
+    const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false, resultCache: false });
+    const filter = "StandardStatus eq 'Active'";
+    const page = (skip: number): string => `$filter=${filter}&$orderby=ModificationTimestamp desc&$skip=${skip}&$top=40&$select=ListingKey`;
+    const naive = (skip: number): unknown[] =>
+      naiveOrder(
+        [...records.values()].filter((r) => r.StandardStatus === 'Active'),
+        ORDERS[0].value,
+        true,
+      )
+        .slice(skip, skip + 40)
+        .map((r) => r.ListingKey);
+    expect(engine.explain('Property', page(700))).toMatch(/ordered walk/);
+    for (let i = 0; i < 4; i++) expect(engine.query('Property', page(700)).value.map((r) => r.ListingKey)).toEqual(naive(700));
+    const counted = (): boolean => [...walkCountsOf(engine)].some(([k, w]) => k.includes('Active') && w.counts !== null);
+    expect(counted()).toBe(true);
+    // replaced listings (some no longer Active, some newly), new ones, removed ones
+    const upserts: Rec[] = [];
+    for (let i = 0; i < 300; i++) upserts.push(listing(rng, key(rng.int(0, 2999))));
+    for (let i = 0; i < 900; i++) upserts.push(listing(rng, key(3000 + i)));
+    await engine.upsert('Property', upserts);
+    for (const r of upserts) records.set(r.ListingKey as string, r);
+    const removed = [...new Set(Array.from({ length: 150 }, () => key(rng.int(0, 3899))))];
+    await engine.remove('Property', removed);
+    for (const k of removed) records.delete(k);
+    expect(counted()).toBe(true); // before any query on this generation
+    for (const skip of [256, 700, 1500, 1900, 5000])
+      expect(
+        engine.query('Property', page(skip)).value.map((r) => r.ListingKey),
+        `skip ${skip}`,
+      ).toEqual(naive(skip));
+  });
+
   it('equal the naive page as loaded and after upserts and removals, for lookups, ranges and both directions', async () => {
     const rng = new Rng('walk-skip');
     const records = new Map<string, Rec>();
     const key = (i: number): string => `K${String(i).padStart(5, '0')}`;
     for (let i = 0; i < 4000; i++) records.set(key(i), listing(rng, key(i)));
-    const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false });
+    // no result cache: each ask walks (plain walks pay for the counts, later ones use them)
+    const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false, resultCache: false });
     expect(engine.explain('Property', "$filter=StandardStatus eq 'Active'&$orderby=ModificationTimestamp desc&$skip=1000&$top=50")).toMatch(/ordered walk/);
     expectPages(engine, records, 'loaded', 1);
     let next = 4000;
@@ -215,11 +262,15 @@ describe('deep pages through the engine', () => {
       const upserts: Rec[] = [];
       for (let i = 0; i < 150; i++) upserts.push(listing(rng, key(rng.int(0, next - 1))));
       for (let i = 0; i < 100; i++) upserts.push(listing(rng, key(next++)));
+      // from the second change on, a status no listing had (its walks were counted without it)
+      if (step > 0) for (let i = 0; i < 500; i++) upserts.push({ ...listing(rng, key(next++)), StandardStatus: 'Nowhere' });
       await engine.upsert('Property', upserts);
       for (const r of upserts) records.set(r.ListingKey as string, r);
       const removed = [...new Set(Array.from({ length: 120 }, () => key(rng.int(0, next - 1))))];
       await engine.remove('Property', removed);
       for (const k of removed) records.delete(k);
+      // the walks counted on the generation before are counted again on this one by the change
+      expect(walkCountsOf(engine).size, `counts carried by change ${step + 1}`).toBeGreaterThan(0);
       expectPages(engine, records, `after change ${step + 1}`, 10 + step);
     }
   });
