@@ -55,6 +55,9 @@ import { DAY_MS } from '../store/temporal.js';
 /** Records read and appended per step at most (the change writer sizes its chunks to the step budget below this). */
 export const CHUNK_RECORDS = 512;
 
+/** Words of a dead bitmap copied between two check points (64 KB). */
+const DEAD_COPY_WORDS = 1 << 14;
+
 /** One operation of a change. */
 export type ChangeOperation =
   | { readonly resource: RecordResourceName; readonly upsert: readonly unknown[] }
@@ -425,7 +428,17 @@ export class ChangeWriter {
         dead[r] = null;
         continue;
       }
-      dead[r] = deadBitmap(was, tables[r].rowCount, killed[r]);
+      const bits = newBitmap(tables[r].rowCount);
+      // the older dead rows copied in slices (Media's bitmap is 2 MB at 1M listings), then the killed ones
+      if (was !== null) {
+        const words = Math.min(was.length, bits.length);
+        for (let at = 0; at < words; at += DEAD_COPY_WORDS) {
+          bits.set(was.subarray(at, Math.min(words, at + DEAD_COPY_WORDS)), at);
+          await pacer.check();
+        }
+      }
+      for (const row of killed[r]) setBit(bits, row);
+      dead[r] = bits;
       await pacer.check();
     }
 
@@ -501,14 +514,6 @@ export function keepFirstEntry(table: Table, row: number, first: number): void {
   };
   put(original);
   if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
-}
-
-/** The dead rows of `rows` rows: those dead before (`was`) and those killed since. */
-function deadBitmap(was: Uint32Array | null, rows: number, killed: Iterable<number>): Uint32Array {
-  const bits = newBitmap(rows);
-  if (was !== null) bits.set(was.subarray(0, Math.min(was.length, bits.length)));
-  for (const row of killed) setBit(bits, row);
-  return bits;
 }
 
 /**
