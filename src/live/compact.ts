@@ -13,8 +13,8 @@
 import { PointIndex } from '../geo/point-index.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
-import { buildFieldIndexSteps, type FieldIndex } from '../search/postings.js';
-import { searchTokenSources } from '../search/indexes.js';
+import type { FieldIndex } from '../search/postings.js';
+import { searchIndexOfTableSteps } from '../search/indexes.js';
 import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/access.js';
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
@@ -101,13 +101,11 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   }
   const compacted = new Store(tables, children, store.report, store.accounts, store.profiles, store.now);
   const p = compacted.Property;
-  const tokens = searchTokenSources(p);
   const search = {} as Record<SearchFieldName, FieldIndex>;
   for (const f of SEARCH_FIELDS) {
     // room for the pairs from the base index's pairs per row (the pairs are not copied to grow)
     const was = access.base.search[f];
-    const pairs = Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM);
-    search[f] = yield* buildFieldIndexSteps(p.rowCount, tokens[f], { address: f === 'RawAddressSearchText', tokenized: true, pairs });
+    search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM));
   }
   const point = (field: 'Location' | 'RawLocation'): PointIndex => {
     const c = p.columnOf(field, 'point')!;

@@ -7,7 +7,8 @@ import { isAscii } from 'node:buffer';
 import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
 import { Utf8TextColumn } from '../store/columns.js';
-import { buildFieldIndex, buildFieldIndexOf, type FieldIndex, type FieldIndexBuilder } from './postings.js';
+import { buildFieldIndex, buildFieldIndexOfSteps, type FieldIndex, type FieldIndexBuilder } from './postings.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from '../schema/search-fields.js';
 import { tokenize, tokenizeInto } from './tokenize.js';
 
@@ -185,15 +186,21 @@ export function searchTokenSources(table: Table): Record<SearchFieldName, TokenS
  */
 export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
   const out = {} as Record<SearchFieldName, FieldIndex>;
-  for (const field of SEARCH_FIELDS) {
-    out[field] = buildFieldIndexOf(
-      table.rowCount,
-      (builder) => {
-        const source = fieldSource(table, field, (column) => termSource(table, column, builder));
-        return (row) => source(row, builder);
-      },
-      { address: field === 'RawAddressSearchText' },
-    );
-  }
+  for (const field of SEARCH_FIELDS) out[field] = runNow(searchIndexOfTableSteps(table, field));
   return out;
+}
+
+/**
+ * One field's index as buildSearchIndexesOfTable builds it, in steps (compaction), with room for
+ * `pairs` (term, row) pairs made at the start when given.
+ */
+export function searchIndexOfTableSteps(table: Table, field: SearchFieldName, pairs?: number): Steps<FieldIndex> {
+  return buildFieldIndexOfSteps(
+    table.rowCount,
+    (builder) => {
+      const source = fieldSource(table, field, (column) => termSource(table, column, builder));
+      return (row) => source(row, builder);
+    },
+    { address: field === 'RawAddressSearchText', pairs },
+  );
 }

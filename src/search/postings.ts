@@ -29,8 +29,6 @@ export interface FieldIndexOptions {
   readonly address: boolean;
   /** `textsOf` appends tokens already, not texts (callers that cache the tokens of repeated values). */
   readonly tokenized?: boolean;
-  /** (term, row) pairs expected: the builder starts with room for them (the pairs are not copied to grow while it is below). */
-  readonly pairs?: number;
 }
 
 /** Tokens (or texts) buildFieldIndexSteps adds between two yields. */
@@ -322,6 +320,11 @@ export class FieldIndexBuilder {
     this.tokens = 0;
   }
 
+  /** Tokens added so far, in the rows ended. */
+  get tokensAdded(): number {
+    return this.total;
+  }
+
   /** The second pass (after every row was added), in steps of about `stepPairs` pairs. */
   *finish(stepPairs: number): Steps<FieldIndex> {
     const { rowCount, terms, df, rowStart, pairTerms, pairTfs } = this;
@@ -372,21 +375,29 @@ export function buildFieldIndex(rowCount: number, textsOf: (row: number, out: st
 
 /**
  * Builds the index of one field from a row source that adds each row's tokens to the builder
- * itself (`sourceOf` makes it for the builder, so it can keep term ids of repeated values), at
- * once: the load path, which has nothing to interleave.
+ * itself (`sourceOf` makes it for the builder, so it can keep term ids of repeated values), with
+ * room for `pairs` (term, row) pairs made at the start when given (the pair arrays are not copied
+ * to grow while they fit), as steps: a yield after every BUILD_STEP_TOKENS tokens of the first
+ * pass and every FINISH_STEP_PAIRS pairs of the second. The load runs them at once; compaction
+ * between queries.
  */
-export function buildFieldIndexOf(
+export function* buildFieldIndexOfSteps(
   rowCount: number,
   sourceOf: (builder: FieldIndexBuilder) => (row: number) => void,
-  options: { address: boolean },
-): FieldIndex {
-  const builder = new FieldIndexBuilder(rowCount, options.address);
+  options: { address: boolean; pairs?: number },
+): Steps<FieldIndex> {
+  const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs);
   const addRow = sourceOf(builder);
+  let next = BUILD_STEP_TOKENS;
   for (let row = 0; row < rowCount; row++) {
     addRow(row);
     builder.endRow();
+    if (builder.tokensAdded >= next) {
+      next = builder.tokensAdded + BUILD_STEP_TOKENS;
+      yield;
+    }
   }
-  return runNow(builder.finish(Infinity));
+  return yield* builder.finish(FINISH_STEP_PAIRS);
 }
 
 /**
@@ -395,7 +406,7 @@ export function buildFieldIndexOf(
  * let other work run while a large index is built (compaction); the return value is the index.
  */
 export function* buildFieldIndexSteps(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): Steps<FieldIndex> {
-  const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs);
+  const builder = new FieldIndexBuilder(rowCount, options.address);
   const strings: string[] = [];
   let work = 0;
   for (let row = 0; row < rowCount; row++) {
