@@ -31,7 +31,7 @@ export interface FieldIndexOptions {
   readonly tokenized?: boolean;
 }
 
-/** Tokens (or texts) buildFieldIndexSteps adds between two yields. */
+/** Tokens buildFieldIndexOfSteps adds between two yields (at the end of a row). */
 export const BUILD_STEP_TOKENS = 256;
 
 /** (term, row) pairs the second pass scatters into the postings between two yields. */
@@ -370,7 +370,14 @@ export class FieldIndexBuilder {
  * callback appends tokens already (callers that cache the tokens of repeated values).
  */
 export function buildFieldIndex(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): FieldIndex {
-  return runNow(buildFieldIndexSteps(rowCount, textsOf, options));
+  const strings: string[] = [];
+  const addRow = (builder: FieldIndexBuilder) => (row: number) => {
+    strings.length = 0;
+    textsOf(row, strings);
+    if (options.tokenized) for (const token of strings) builder.addToken(token);
+    else for (const text of strings) builder.addText(text);
+  };
+  return runNow(buildFieldIndexOfSteps(rowCount, addRow, { address: options.address }));
 }
 
 /**
@@ -394,30 +401,6 @@ export function* buildFieldIndexOfSteps(
     builder.endRow();
     if (builder.tokensAdded >= next) {
       next = builder.tokensAdded + BUILD_STEP_TOKENS;
-      yield;
-    }
-  }
-  return yield* builder.finish(FINISH_STEP_PAIRS);
-}
-
-/**
- * buildFieldIndex as steps: it yields after every BUILD_STEP_TOKENS tokens (texts, when not
- * `tokenized`) of the first pass and every FINISH_STEP_PAIRS pairs of the second, so a caller can
- * let other work run while a large index is built (compaction); the return value is the index.
- */
-export function* buildFieldIndexSteps(rowCount: number, textsOf: (row: number, out: string[]) => void, options: FieldIndexOptions): Steps<FieldIndex> {
-  const builder = new FieldIndexBuilder(rowCount, options.address);
-  const strings: string[] = [];
-  let work = 0;
-  for (let row = 0; row < rowCount; row++) {
-    strings.length = 0;
-    textsOf(row, strings);
-    if (options.tokenized) for (const token of strings) builder.addToken(token);
-    else for (const text of strings) builder.addText(text);
-    builder.endRow();
-    work += strings.length;
-    if (work >= BUILD_STEP_TOKENS) {
-      work = 0;
       yield;
     }
   }

@@ -10,7 +10,7 @@ import { generateListings } from '../../src/generate/dataset.js';
 import { Rng } from '../../src/generate/prng.js';
 import { SEARCH_FIELDS } from '../../src/schema/search-fields.js';
 import { buildSearchIndexesOfTable, searchIndexOfTableSteps, searchTextsOf } from '../../src/search/indexes.js';
-import { BUILD_STEP_TOKENS, buildFieldIndex, buildFieldIndexSteps, FieldIndexBuilder, type FieldIndex } from '../../src/search/postings.js';
+import { BUILD_STEP_TOKENS, buildFieldIndex, FieldIndexBuilder, type FieldIndex } from '../../src/search/postings.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 import { runNow } from '../../src/util/steps.js';
 
@@ -179,17 +179,6 @@ describe('FieldIndexBuilder equals the reference index', () => {
       });
     }
   }
-
-  it('in steps: a yield at least every BUILD_STEP_TOKENS texts, the same index at the end', () => {
-    const rows = randomRows('steps', 1000, true);
-    const texts = rows.reduce((a, r) => a + r.length, 0);
-    const steps = buildFieldIndexSteps(rows.length, (row, out) => out.push(...rows[row]), { address: true });
-    let yields = 0;
-    let next = steps.next();
-    for (; !next.done; next = steps.next()) yields++;
-    expect(yields).toBeGreaterThanOrEqual(Math.floor(texts / BUILD_STEP_TOKENS));
-    expectSameIndex(next.value, referenceIndex(rows, true), 'steps');
-  });
 
   it('of no rows', () => {
     expectSameIndex(
