@@ -2,8 +2,8 @@
  * Bearer tokens, the login throttle and the per-token rate limit. All three read an injected
  * clock (epoch ms), so tests move time instead of sleeping.
  *
- * - Tokens are 32 random bytes (base64url); the store keeps only their SHA-256, so a dump of the
- *   process memory's token table cannot be replayed.
+ * - Tokens are 32 random bytes (base64url), never starting with '-' (`newToken`); the store keeps
+ *   only their SHA-256, so a dump of the process memory's token table cannot be replayed.
  * - The login throttle counts failed logins per username (known or not) in a sliding window;
  *   reaching the limit locks the name for `lockSeconds`, during which every attempt (even with
  *   the right password) is refused without running scrypt. A successful login clears the count.
@@ -26,6 +26,18 @@ export interface Session {
 // the one-shot hash: a Hash object per request cost twice as much
 const sha256 = (token: string): string => hash('sha256', token, 'base64url');
 
+/**
+ * A new token: 32 random bytes as base64url, drawn again when it starts with '-' (one draw in
+ * 64): a command line would read such a token as an option (`reso-engine replicate --token
+ * -x…` is refused as ambiguous), and a token has no reason to look like one.
+ */
+function newToken(): string {
+  for (;;) {
+    const token = randomBytes(32).toString('base64url');
+    if (token[0] !== '-') return token;
+  }
+}
+
 export class TokenStore {
   private readonly sessions = new Map<string, Session>();
   private sweepAt = 1024;
@@ -39,7 +51,7 @@ export class TokenStore {
   issue(username: string, sources: readonly string[], admin = false): { token: string; expiresIn: number } {
     const now = this.clock();
     if (this.sessions.size >= this.sweepAt) this.sweep(now);
-    const token = randomBytes(32).toString('base64url');
+    const token = newToken();
     this.sessions.set(sha256(token), { username, sources, admin, expiresAt: now + this.lifetimeMs, tokens: this.burst, refilledAt: now });
     return { token, expiresIn: Math.round(this.lifetimeMs / 1000) };
   }

@@ -183,6 +183,14 @@ describe('bearer authentication', () => {
     expect((await call(handler, '/v1/account/resources', { token: again })).status).toBe(200);
   });
 
+  it('never issues a token that starts with a dash (a command line would read it as an option)', () => {
+    const store = new TokenStore(60_000, new TestClock().now, 0);
+    // one random token in 64 starts with '-': 3,000 of them without one is a chance of 1e-20
+    const issued = Array.from({ length: 3000 }, () => store.issue('demo', ['HAR']).token);
+    expect(issued.filter((t) => t.startsWith('-'))).toEqual([]);
+    expect(issued.every((t) => /^[A-Za-z0-9_][A-Za-z0-9_-]{42}$/.test(t))).toBe(true);
+  });
+
   it('keeps only SHA-256 hashes of tokens', () => {
     const clock = new TestClock();
     const store = new TokenStore(60_000, clock.now, 0);
