@@ -509,7 +509,7 @@ export class TableAccess {
 
   /** Keeps a bitset and block counts in walk counts made by `walkCounts`, within the byte bound. */
   keepWalkCounts(w: WalkCounts, bits: Uint32Array, counts: Uint32Array | null): void {
-    this.walkCountBytes += bits.byteLength + (counts?.byteLength ?? 0) - walkCountBytes(w);
+    this.walkCountBytes += walkCountBytes(bits, counts) - walkCountBytes(w.bits, w.counts);
     w.bits = bits;
     w.counts = counts;
     while (this.walkCountBytes > MAX_WALK_COUNT_BYTES && this.walkCountsCache.values().next().value !== w) this.dropOldestWalkCounts();
@@ -517,7 +517,7 @@ export class TableAccess {
 
   private dropOldestWalkCounts(): void {
     const [key, w] = this.walkCountsCache.entries().next().value!;
-    this.walkCountBytes -= walkCountBytes(w);
+    this.walkCountBytes -= walkCountBytes(w.bits, w.counts);
     this.walkCountsCache.delete(key);
   }
 
@@ -537,12 +537,12 @@ export class TableAccess {
   }
 }
 
-function walkCountBytes(w: WalkCounts): number {
-  return (w.bits?.byteLength ?? 0) + (w.counts?.byteLength ?? 0);
+function walkCountBytes(bits: Uint32Array | null, counts: Uint32Array | null): number {
+  return (bits?.byteLength ?? 0) + (counts?.byteLength ?? 0);
 }
 
-/** Each term's values as the codes of its dictionary column in `table` (values not in it have none). */
-function codeTerms(table: Table, terms: WalkOf['terms']): CodeTerm[] {
+/** Each term's values as the codes of its dictionary column in `table`, in the values' order (values not in it have none). */
+export function codeTerms(table: Table, terms: WalkOf['terms']): CodeTerm[] {
   return terms.map((t) => {
     const dictionary = table.columnOf(t.field, 'dictionary')!.dictionary;
     return { field: t.field, codes: t.values.map((v) => dictionary.indexOf(v)).filter((code) => code > 0) };

@@ -4,7 +4,7 @@
  * rows as one more term when some rows are dead. Counting needs no bitset: a popcount of the AND,
  * word by word.
  */
-import type { CodeTerm, TableAccess } from '../access/access.js';
+import { codeTerms, type CodeTerm, type TableAccess } from '../access/access.js';
 import type { LookupTerm } from '../plan/plan.js';
 import { popcount, popcount32, wordsFor } from '../util/bits.js';
 import { Uint32List } from '../util/uint32-list.js';
@@ -17,9 +17,8 @@ function termBits(access: TableAccess, terms: readonly LookupTerm[]): Uint32Arra
   const { table } = access;
   const words = wordsFor(table.rowCount);
   const live = access.liveBits;
-  const bits = terms.map((t) => {
-    const col = table.columnOf(t.field, 'dictionary')!;
-    const codes = t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0);
+  const bits = codeTerms(table, terms).map((t) => {
+    const codes = t.codes;
     if (codes.length === 1) return access.valueBits(t.field, codes[0]);
     const term = new Uint32Array(words);
     for (const code of codes) {
@@ -52,12 +51,7 @@ export function lookupBits(access: TableAccess, terms: readonly LookupTerm[]): U
  */
 export function lookupCount(access: TableAccess, terms: readonly LookupTerm[]): number {
   const { table } = access;
-  const coded: CodeTerm[] = [];
-  for (const t of terms) {
-    const col = table.columnOf(t.field, 'dictionary')!;
-    const codes = [...new Set(t.values.map((v) => col.dictionary.indexOf(v)).filter((code) => code > 0))].sort((a, b) => a - b);
-    coded.push({ field: t.field, codes });
-  }
+  const coded: CodeTerm[] = codeTerms(table, terms).map((t) => ({ field: t.field, codes: [...new Set(t.codes)].sort((a, b) => a - b) }));
   coded.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
   const key = coded.map((t) => `${t.field}\u0000${t.codes.join(',')}`).join('\u0001');
   const kept = access.keptCount(key);

@@ -208,14 +208,24 @@ function walkCountsOf(engine: Engine): Map<string, { counts: Uint32Array | null 
   return (gen.access.of(engine.store.Property) as { walkCountsCache: Map<string, { counts: Uint32Array | null }> }).walkCountsCache;
 }
 
+/** Listing `i`'s key. */
+const key = (i: number): string => `K${String(i).padStart(5, '0')}`;
+
+/**
+ * `n` generated listings (keys 0..n-1) and an engine over them, without the result cache: each
+ * ask walks (plain walks pay for the block counts, later ones use them).
+ */
+async function openListings(seed: string, n: number): Promise<{ rng: Rng; records: Map<string, Rec>; engine: Engine }> {
+  const rng = new Rng(seed);
+  const records = new Map<string, Rec>();
+  for (let i = 0; i < n; i++) records.set(key(i), listing(rng, key(i)));
+  const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false, resultCache: false });
+  return { rng, records, engine };
+}
+
 describe('deep pages through the engine', () => {
   it('use the block counts a change carried to the next generation (counted again for its rows in the change)', async () => {
-    const rng = new Rng('walk-carry');
-    const records = new Map<string, Rec>();
-    const key = (i: number): string => `K${String(i).padStart(5, '0')}`;
-    for (let i = 0; i < 3000; i++) records.set(key(i), listing(rng, key(i)));
-    // no result cache: each ask walks (plain walks pay for the counts)
-    const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false, resultCache: false });
+    const { rng, records, engine } = await openListings('walk-carry', 3000);
     const filter = "StandardStatus eq 'Active'";
     const page = (skip: number): string => `$filter=${filter}&$orderby=ModificationTimestamp desc&$skip=${skip}&$top=40&$select=ListingKey`;
     const naive = (skip: number): unknown[] =>
@@ -248,12 +258,7 @@ describe('deep pages through the engine', () => {
   });
 
   it('equal the naive page as loaded and after upserts and removals, for lookups, ranges and both directions', async () => {
-    const rng = new Rng('walk-skip');
-    const records = new Map<string, Rec>();
-    const key = (i: number): string => `K${String(i).padStart(5, '0')}`;
-    for (let i = 0; i < 4000; i++) records.set(key(i), listing(rng, key(i)));
-    // no result cache: each ask walks (plain walks pay for the counts, later ones use them)
-    const engine = await Engine.open({ data: { Property: [...records.values()] }, compactFraction: false, resultCache: false });
+    const { rng, records, engine } = await openListings('walk-skip', 4000);
     expect(engine.explain('Property', "$filter=StandardStatus eq 'Active'&$orderby=ModificationTimestamp desc&$skip=1000&$top=50")).toMatch(/ordered walk/);
     expectPages(engine, records, 'loaded', 1);
     let next = 4000;
