@@ -20,21 +20,25 @@
  *   views append is invisible to it: a tail list is bounded per view by binary search (in O(1) when
  *   its last row is below the bound, the usual case).
  * - Per view: rowCount, the dead bitmap (null when none is dead), liveCount (N), the total token
- *   count of live rows (so avgLength = total / liveCount), termCount, and the per-term count of
- *   dead rows holding the term, as a persistent 32-ary trie keyed by term id: `next` copies only
- *   the paths it changes (each node once per change, then edits it in place), so older views keep
- *   their counts. Live df(t) = base df + tail postings below rowCount − dead holders.
+ *   count of live rows (so avgLength = total / liveCount), termCount, and its `Removals`: the rows
+ *   the change that made it removed, linked to the view it came from. Live df(t) = base df + tail
+ *   postings below rowCount − dead holders, and a term's dead holders are counted when a query
+ *   first asks for them in a view, not by the change: from the count a view up the chain kept for
+ *   the term, plus the holders among the rows removed since (a binary search of the term's
+ *   postings per removed row), or, when that chain is longer than the term's postings, by testing
+ *   each posting against the dead bitmap. The view then keeps the count for the next asker.
  *
- * Costs. `SearchView.of` is O(1). `next` is O(tokens of the appended and removed rows), plus
- * O(log₃₂ terms) trie nodes of 32 slots per distinct term of the removed rows, amortised O(1) per
- * tail posting for list growth; never O(rows) or O(postings). Queries on a generation-0 view read
+ * Costs. `SearchView.of` is O(1). `next` is O(tokens of the appended rows) plus O(removed rows),
+ * amortised O(1) per tail posting for list growth; never O(rows) or O(postings), and a removed
+ * row's text is never read again. A term's first live df in a view costs O(rows removed since a
+ * view that counted it × log postings), at most O(postings). Queries on a generation-0 view read
  * the base arrays as queries on the FieldIndex did.
  *
  * Contract of `next` (checked where cheap, else trusted): it extends the newest view of its lineage
  * when it appends rows (`from` = this view's rowCount = the highest row appended so far; a change
  * that only removes may start from any view); `removed` lists each newly dead row once, and every
- * row set in `dead` but alive before is in `removed`; `tokensOf` gives a row the tokens it was (or
- * is being) indexed with.
+ * row set in `dead` but alive before is in `removed`; `tokensOf` gives an appended row the tokens
+ * it is indexed with.
  */
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
@@ -44,8 +48,13 @@ import { normalizeAddressToken } from './tokenize.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { Uint32List } from '../util/uint32-list.js';
 
-/** Dead holders counted between two check points of `DeadCounts.plusSteps`. */
-const DEAD_TERMS_STEP = 64;
+/** Removed rows checked between two check points of `next`. */
+const REMOVED_STEP = 256;
+/**
+ * A binary search of a term's postings for a removed row costs about this many tests of a posting
+ * against the dead bitmap: past that ratio a term's dead holders are counted from its postings.
+ */
+const SEARCH_COST = 8;
 
 export interface SearchChange {
   /** Rows appended by this change: [from, to) of the new generation (from = previous view's rowCount). */
@@ -61,10 +70,9 @@ export interface SearchChange {
   /** Rows that became dead in this change (base rows or earlier appended rows, or rows appended by this very change), each once. */
   readonly removed: ArrayLike<number>;
   /**
-   * Appends the tokens of any row (appended, or removed) of this field, in field order, exactly as
-   * the index builder tokenizes them (already tokenized; address normalization is applied by the
-   * view for address fields, as buildFieldIndex does). Rows never change, so a removed row's
-   * tokens are the ones it was indexed with.
+   * Appends the tokens of an appended row of this field, in field order, exactly as the index
+   * builder tokenizes them (already tokenized; address normalization is applied by the view for
+   * address fields, as buildFieldIndex does).
    */
   readonly tokensOf: (row: number, out: string[]) => void;
 }
@@ -139,70 +147,25 @@ class Tail implements Vocabulary {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Per-view dead-holder counts: a persistent 32-ary trie over term ids. A change copies each node
-// it touches once (the node then carries the change's edit token) and edits its copies in place.
+// Per-view dead holders, counted when asked.
 
-interface TrieNode {
-  readonly edit: object;
-  /** Children (inner node) or counts (leaf). */
-  readonly kids: Array<TrieNode | undefined> | null;
-  readonly counts: Int32Array | null;
-}
+/**
+ * The rows one change removed, linked to the removals of the view the change started from: a
+ * chain up to the lineage's generation-0 view (`ROOT`, nothing dead). `counts` keeps the dead
+ * holders of the terms queries asked for in the view this belongs to.
+ */
+class Removals {
+  static readonly ROOT = new Removals(null, new Uint32Array(0));
+  /** Rows removed from the generation-0 view to this one, these included. */
+  readonly depth: number;
+  /** Dead holders by term id, in the view this belongs to (made on the first ask). */
+  counts: Map<number, number> | null = null;
 
-class DeadCounts {
-  static readonly EMPTY = new DeadCounts(null, 0);
-
-  /** Leaves sit at shift 0; the root covers ids below 32 << shift. */
-  private constructor(
-    private readonly root: TrieNode | null,
-    private readonly shift: number,
-  ) {}
-
-  get(id: number): number {
-    if (this.root === null || id >>> this.shift >= 32) return 0;
-    let node: TrieNode | undefined = this.root;
-    for (let shift = this.shift; shift > 0 && node !== undefined; shift -= 5) node = node.kids![(id >>> shift) & 31];
-    return node === undefined ? 0 : node.counts![id & 31];
-  }
-
-  /**
-   * These counts plus one for each id in `ids` (repeats count again), in steps: a check point
-   * every DEAD_TERMS_STEP ids (the nodes it copies are its own until it returns).
-   */
-  *plusSteps(ids: ArrayLike<number>): Steps<DeadCounts> {
-    if (ids.length === 0) return this;
-    const edit = {};
-    let root = this.root;
-    let shift = this.shift;
-    const own = (node: TrieNode | undefined, leaf: boolean): TrieNode => {
-      if (node !== undefined && node.edit === edit) return node;
-      if (leaf) return { edit, kids: null, counts: node ? node.counts!.slice() : new Int32Array(32) };
-      return { edit, kids: node ? node.kids!.slice() : new Array<TrieNode | undefined>(32), counts: null };
-    };
-    for (let i = 0; i < ids.length; i++) {
-      const id = ids[i];
-      if (root === null) {
-        while (id >>> shift >= 32) shift += 5;
-        root = own(undefined, shift === 0);
-      }
-      while (id >>> shift >= 32) {
-        const kids = new Array<TrieNode | undefined>(32);
-        kids[0] = root;
-        root = { edit, kids, counts: null };
-        shift += 5;
-      }
-      root = own(root, shift === 0);
-      let node = root;
-      for (let s = shift; s > 0; s -= 5) {
-        const slot = (id >>> s) & 31;
-        const kid = own(node.kids![slot], s === 5);
-        node.kids![slot] = kid;
-        node = kid;
-      }
-      node.counts![id & 31]++;
-      if (i % DEAD_TERMS_STEP === DEAD_TERMS_STEP - 1) yield;
-    }
-    return new DeadCounts(root, shift);
+  constructor(
+    readonly parent: Removals | null,
+    readonly rows: Uint32Array,
+  ) {
+    this.depth = (parent?.depth ?? 0) + rows.length;
   }
 }
 
@@ -228,7 +191,7 @@ export class SearchView {
     readonly avgLength: number,
     /** Term ids below this are this view's vocabulary. */
     readonly termCount: number,
-    private readonly deadHolders: DeadCounts,
+    private readonly removals: Removals,
   ) {
     this.address = base.address;
   }
@@ -238,7 +201,7 @@ export class SearchView {
     // avgLength = total / rowCount rounded once, so the product rounds back to the integer total.
     const total = Math.round(index.avgLength * index.rowCount);
     const tail = new Tail(index.terms.length, index.rowCount);
-    return new SearchView(index, tail, index.rowCount, null, index.rowCount, total, index.avgLength, index.terms.length, DeadCounts.EMPTY);
+    return new SearchView(index, tail, index.rowCount, null, index.rowCount, total, index.avgLength, index.terms.length, Removals.ROOT);
   }
 
   /** The next generation's view; this one is left as it is. See the file comment for the contract. */
@@ -247,11 +210,12 @@ export class SearchView {
   }
 
   /**
-   * `next` as steps: a check point after each row read or appended and every DEAD_TERMS_STEP dead
-   * holders counted, so a change runs it between queries. Every row's tokens are read and checked
-   * before anything shared is written (a throw leaves the tail as it was); the appended rows then
-   * go to the shared tail, which the older views read only below their own row and term counts.
-   * One view is made, at the end, and the trie of dead holders is copied once for the change.
+   * `next` as steps: a check point after each row read or appended and every REMOVED_STEP removed
+   * rows checked, so a change runs it between queries. Every appended row's tokens are read and
+   * the removed rows checked before anything shared is written (a throw leaves the tail as it
+   * was); the appended rows then go to the shared tail, which the older views read only below
+   * their own row and term counts. One view is made, at the end. A removed row's tokens are not
+   * read: its dead holders are counted when a query asks (`liveDocFreq`), its length is known.
    */
   *nextSteps(change: SearchChange): Steps<SearchView> {
     const { from, to, dead, removed, tokensOf } = change;
@@ -292,8 +256,7 @@ export class SearchView {
       appendedEnds[row - from + 1] = appendedIds.length;
       yield;
     }
-    // one dead holder more for each distinct term of each removed row
-    const deadTerms = new Uint32List();
+    // the removed rows: each alive before and dead now, listed once; their token counts leave the total
     const once = new Set<number>();
     let removedLength = 0;
     for (let i = 0; i < removed.length; i++) {
@@ -302,20 +265,9 @@ export class SearchView {
         throw new RangeError(`SearchView.next: removed row ${row} is not a row that was alive and is dead now (or is listed twice)`);
       }
       once.add(row);
-      read(row);
-      const indexed = row < from ? this.lengthOf(row) : appendedEnds[row - from + 1] - appendedEnds[row - from];
-      if (tokens.length !== indexed) throw new Error(`SearchView.next: removed row ${row} has ${tokens.length} tokens, but was indexed with ${indexed}`);
-      removedLength += tokens.length;
-      const ids = new Int32Array(tokens.length);
-      for (let k = 0; k < tokens.length; k++) {
-        ids[k] = idOf(tokens[k], false);
-        if (ids[k] < 0) throw new Error(`SearchView.next: a removed row has the token '${tokens[k]}', which it was not indexed with`);
-      }
-      ids.sort();
-      for (let k = 0; k < ids.length; k++) if (k === 0 || ids[k] !== ids[k - 1]) deadTerms.push(ids[k]);
-      yield;
+      removedLength += row < from ? this.lengthOf(row) : appendedEnds[row - from + 1] - appendedEnds[row - from];
+      if (i % REMOVED_STEP === REMOVED_STEP - 1) yield;
     }
-    tokens.length = 0;
 
     // 2. Append the new rows to the shared tail: ascending rows keep every tail list ascending.
     //    A row's term frequencies are the run lengths of its sorted term ids.
@@ -347,9 +299,6 @@ export class SearchView {
       tail.rowCount = to;
     }
 
-    // 3. The dead holders.
-    const deadHolders = yield* this.deadHolders.plusSteps(deadTerms.array.subarray(0, deadTerms.length));
-
     const liveCount = this.liveCount + (to - from) - removed.length;
     const liveLength = this.liveLength + appendedLength - removedLength;
     return new SearchView(
@@ -361,7 +310,7 @@ export class SearchView {
       liveLength,
       liveCount > 0 ? liveLength / liveCount : 0,
       to > from ? tail.firstId + tail.terms.length : this.termCount,
-      deadHolders,
+      removed.length === 0 ? this.removals : new Removals(this.removals, Uint32Array.from(removed)),
     );
   }
 
@@ -417,7 +366,49 @@ export class SearchView {
 
   /** Live rows holding the term: BM25's n. */
   liveDocFreq(id: number): number {
-    return this.postingCount(id) - this.deadHolders.get(id);
+    const postings = this.postingCount(id);
+    return postings === 0 ? 0 : postings - this.deadHolders(id, postings);
+  }
+
+  /**
+   * Dead rows holding the term (`postings` of them in all, dead or alive), counted on the first
+   * ask and kept by the view: up the chain of removals to a view that kept the term's count (or
+   * the generation-0 view, where none is dead), adding the holders among the rows removed on the
+   * way; or, when that way passes more removed rows than the term has postings over SEARCH_COST,
+   * each posting tested against the dead bitmap.
+   */
+  private deadHolders(id: number, postings: number): number {
+    const mine = this.removals;
+    const kept = mine.counts?.get(id);
+    if (kept !== undefined) return kept;
+    let count = 0;
+    for (let node: Removals = mine; ; node = node.parent!) {
+      const known = node.counts?.get(id);
+      if (known !== undefined) {
+        count += known;
+        break;
+      }
+      if (node.parent === null) break;
+      if (node.depth * SEARCH_COST > postings) {
+        count = this.deadPostings(id);
+        break;
+      }
+      for (const row of node.rows) if (this.tfOf(id, row) > 0) count++;
+    }
+    (mine.counts ??= new Map()).set(id, count);
+    return count;
+  }
+
+  /** Postings of the term (base and tail, below rowCount) on dead rows. */
+  private deadPostings(id: number): number {
+    const dead = this.deadBits;
+    if (dead === null) return 0;
+    let count = 0;
+    const rows = this.base.rows;
+    for (let p = this.baseStart(id), end = this.baseEnd(id); p < end; p++) if (getBit(dead, rows[p])) count++;
+    const tail = this.tailPostings(id);
+    if (tail !== null) for (let p = 0; p < tail.end; p++) if (getBit(dead, tail.rows[p])) count++;
+    return count;
   }
 
   /** The row's token count (dead rows included). */

@@ -484,6 +484,36 @@ describe('SearchView bookkeeping', () => {
     expect([...evaluateSearch(g1, prepareSearch(g1, 'beta')).rows]).toEqual([0, 3]);
   });
 
+  it('counts dead holders when asked, in any order of views and from branches, as the live rows say', () => {
+    // 'common' in every row (postings far more than the rows removed: counted up the chain of
+    // removals), 'rare' in a few (fewer postings than rows removed: counted from its postings)
+    const base = Array.from({ length: 400 }, (_, r) => `common w${r % 7}${r % 50 === 0 ? ' rare' : ''}`);
+    const big = buildFieldIndex(base.length, (row, out) => out.push(base[row]), { address: false });
+    const tokensOf = (row: number, out: string[]): void => {
+      tokenizeInto(base[row], out);
+    };
+    const views: Array<{ view: SearchView; dead: Set<number> }> = [{ view: SearchView.of(big), dead: new Set() }];
+    const removeFrom = (at: number, rows: number[]): { view: SearchView; dead: Set<number> } => {
+      const { view, dead } = views[at];
+      const next = new Set([...dead, ...rows]);
+      const bits = new Uint32Array((base.length + 31) >>> 5);
+      for (const r of next) bits[r >>> 5] |= 1 << (r & 31);
+      return { view: view.next({ from: base.length, to: base.length, dead: bits, removed: rows, tokensOf }), dead: next };
+    };
+    // 55 changes removing rows 0, 7, 14, ..., 378 (rows 0 and 350 hold 'rare')
+    for (let k = 0; k < 55; k++) views.push(removeFrom(views.length - 1, [k * 7]));
+    const expected = (dead: Set<number>, term: string): number => base.filter((t, r) => !dead.has(r) && t.split(' ').includes(term)).length;
+    const check = (at: { view: SearchView; dead: Set<number> }, term: string): void => {
+      expect(at.view.liveDocFreq(at.view.termId(term))).toBe(expected(at.dead, term));
+    };
+    // newest first, then older ones (counts kept by newer views are not theirs), then in between
+    for (const i of [55, 3, 30, 54, 0, 31, 45]) for (const term of ['common', 'rare', 'w3']) check(views[i], term);
+    // a branch: a removal from an older view, after its descendants counted
+    const branch = removeFrom(20, [399, 398]);
+    for (const term of ['common', 'rare', 'w3']) check(branch, term);
+    check(views[21], 'common');
+  });
+
   it('rejects a change that does not fit the view', () => {
     const g0 = SearchView.of(index);
     const tokensOf = (row: number, out: string[]): void => {
