@@ -12,7 +12,11 @@
  */
 import KDBush from 'kdbush';
 import { haversineMeters, EARTH_RADIUS_M } from './distance.js';
+import { runNow, type Steps } from '../util/steps.js';
 import { Uint32List } from '../util/uint32-list.js';
+
+/** Rows gathered between two check points of `pointInputSteps`. */
+const GATHER_STEP_ROWS = 65_536;
 
 const RAD = Math.PI / 180;
 const DEG = 180 / Math.PI;
@@ -161,6 +165,49 @@ export interface PointIndexState {
   readonly cosAt: Float64Array;
 }
 
+/** What a tree is built over: the rows that have a point, and their coordinates (lon, lat interleaved). */
+export interface PointInput {
+  readonly rowOf: Uint32Array;
+  readonly coords: Float64Array;
+}
+
+/** A tree built over a PointInput's coordinates: kdbush's buffer and cos(latitude) per tree position. */
+export interface BuiltTree {
+  readonly tree: ArrayBuffer;
+  readonly cosAt: Float64Array;
+}
+
+/** The rows among [0, lon.length) where `has(row)`, and their coordinates, in steps of GATHER_STEP_ROWS rows. */
+export function* pointInputSteps(lon: Float64Array, lat: Float64Array, has: (row: number) => boolean): Steps<PointInput> {
+  let n = 0;
+  for (let row = 0; row < lon.length; row++) if (has(row)) n++;
+  yield;
+  const rowOf = new Uint32Array(n);
+  const coords = new Float64Array(2 * n);
+  for (let row = 0, i = 0; row < lon.length; row++) {
+    if (has(row)) {
+      rowOf[i] = row;
+      coords[2 * i] = lon[row];
+      coords[2 * i + 1] = lat[row];
+      i++;
+    }
+    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+  }
+  return { rowOf, coords };
+}
+
+/** kdbush's tree over the points (lon, lat interleaved), item i the i-th point, and the cosines of their latitudes in tree order. */
+export function buildTree(coords: Float64Array): BuiltTree {
+  const n = coords.length >>> 1;
+  const tree = new KDBush(Math.max(1, n));
+  for (let i = 0; i < n; i++) tree.add(coords[2 * i], coords[2 * i + 1]);
+  if (n === 0) tree.add(0, 0); // kdbush needs one item; rowOf keeps it unreachable
+  tree.finish();
+  const cosAt = new Float64Array(tree.ids.length);
+  for (let i = 0; i < cosAt.length; i++) cosAt[i] = cosLat(tree.coords[2 * i + 1]);
+  return { tree: tree.data as ArrayBuffer, cosAt };
+}
+
 export class PointIndex {
   private readonly tree: KDBush;
   /** KD-tree item -> row id (only rows with a point are in the tree). */
@@ -172,29 +219,23 @@ export class PointIndex {
 
   /**
    * `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. Given a
-   * state instead (`fromState`), the index adopts it without building anything.
+   * state instead (`fromState`, or a tree built elsewhere: `PointIndex.of`), the index adopts it
+   * without building anything.
    */
   constructor(
     readonly lon: Float64Array,
     readonly lat: Float64Array,
     has: ((row: number) => boolean) | PointIndexState,
   ) {
-    if (typeof has !== 'function') {
-      this.tree = KDBush.from(has.tree);
-      this.rowOf = has.rowOf;
-      this.cosAt = has.cosAt;
-      return;
-    }
-    const rows: number[] = [];
-    for (let row = 0; row < lon.length; row++) if (has(row)) rows.push(row);
-    this.rowOf = Uint32Array.from(rows);
-    this.tree = new KDBush(Math.max(1, rows.length));
-    for (const row of rows) this.tree.add(lon[row], lat[row]);
-    if (rows.length === 0) this.tree.add(0, 0); // kdbush needs one item; rowOf keeps it unreachable
-    this.tree.finish();
-    const { coords } = this.tree;
-    this.cosAt = new Float64Array(this.tree.ids.length);
-    for (let i = 0; i < this.cosAt.length; i++) this.cosAt[i] = cosLat(coords[2 * i + 1]);
+    const state = typeof has === 'function' ? PointIndex.stateOf(runNow(pointInputSteps(lon, lat, has))) : has;
+    this.tree = KDBush.from(state.tree);
+    this.rowOf = state.rowOf;
+    this.cosAt = state.cosAt;
+  }
+
+  /** The state of an index over `input`, its tree built now (or given, built elsewhere from the same input). */
+  static stateOf(input: PointInput, built: BuiltTree = buildTree(input.coords)): PointIndexState {
+    return { tree: built.tree, rowOf: input.rowOf, cosAt: built.cosAt };
   }
 
   /**

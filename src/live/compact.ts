@@ -8,9 +8,14 @@
  * timestamps) stay shared.
  *
  * The work is a generator of steps (one table, one child grouping, a slice of a search field's
- * postings, one KD-tree), so the engine can run it between queries and yield in between.
+ * postings, the points of a KD-tree gathered), so the engine can run it between queries and yield
+ * in between. The KD-trees, which kdbush builds in one go (about 20 ms each at 100k listings, 200
+ * ms at 1M), are built after the steps: on a worker thread when the engine compacts while serving
+ * (`withTreesOffThread`), at once when it compacts for a snapshot (`withTreesNow`).
  */
-import { PointIndex } from '../geo/point-index.js';
+import { PointIndex, pointInputSteps, type PointIndexState, type PointInput } from '../geo/point-index.js';
+import { buildTreeOffThread } from '../geo/tree-worker.js';
+import type { PointField } from '../access/access.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import type { FieldIndex } from '../search/postings.js';
@@ -50,11 +55,22 @@ export interface CompactedFrom extends Compacted {
   readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
 }
 
+/** What compaction's steps make: all of a compaction's result but the KD-trees, and the points each is to be built over. */
+export interface CompactedParts {
+  readonly store: Store;
+  readonly search: Record<SearchFieldName, FieldIndex>;
+  readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
+  readonly points: Readonly<Record<PointField, PointInput>>;
+}
+
+const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
+
 /**
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
- * Run every step (each does a bounded piece of work); the generator's return value is the result.
+ * Run every step (each does a bounded piece of work); the generator's return value is the result,
+ * but for the KD-trees (`withTreesNow`, `withTreesOffThread`).
  */
-export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedFrom> {
+export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedParts> {
   const tables = {} as Record<ResourceName, Table>;
   const rows = {} as Record<ResourceName, Uint32Array>;
   // Property first: children link to its new rows.
@@ -107,14 +123,44 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
     const was = access.base.search[f];
     search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM));
   }
-  const point = (field: 'Location' | 'RawLocation'): PointIndex => {
-    const c = p.columnOf(field, 'point')!;
-    return new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
-  };
-  const Location = point('Location');
-  yield;
-  const RawLocation = point('RawLocation');
-  return { store: compacted, indexes: { search, points: { Location, RawLocation } }, rows };
+  const points = {} as Record<PointField, PointInput>;
+  for (const f of POINT_FIELDS) {
+    const c = p.columnOf(f, 'point')!;
+    points[f] = yield* pointInputSteps(c.lon, c.lat, (row) => getBit(c.validity, row));
+  }
+  return { store: compacted, search, rows, points };
+}
+
+/** The compaction's result, its KD-trees built now. */
+export function withTreesNow(parts: CompactedParts): CompactedFrom {
+  const points = {} as Record<PointField, PointIndex>;
+  for (const f of POINT_FIELDS) points[f] = pointIndexOf(parts, f, PointIndex.stateOf(parts.points[f]));
+  return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
+}
+
+/**
+ * The compaction's result, its KD-trees built on a worker thread one after the other, so the
+ * event loop goes on; a tree no worker could build is built on this thread. Each field's points
+ * are handed to the worker (their coordinates are not read again here), and each tree comes back
+ * as buffers handed over.
+ */
+export async function withTreesOffThread(parts: CompactedParts): Promise<CompactedFrom> {
+  const points = {} as Record<PointField, PointIndex>;
+  for (const f of POINT_FIELDS) {
+    const { rowOf, coords } = parts.points[f];
+    const built = await buildTreeOffThread(coords);
+    if (built !== null) points[f] = pointIndexOf(parts, f, { tree: built.tree, rowOf, cosAt: built.cosAt });
+    else {
+      const c = parts.store.Property.columnOf(f, 'point')!;
+      points[f] = new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
+    }
+  }
+  return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
+}
+
+function pointIndexOf(parts: CompactedParts, field: PointField, state: PointIndexState): PointIndex {
+  const c = parts.store.Property.columnOf(field, 'point')!;
+  return new PointIndex(c.lon, c.lat, state);
 }
 
 /**
@@ -135,7 +181,7 @@ export function* carriedAccessSteps(access: StoreAccess, compacted: CompactedFro
 
 /** Runs compaction to the end at once (snapshots of a changed engine). */
 export function compactNow(store: Store, access: StoreAccess, retention: LogRetention): Compacted {
-  return runNow(compactSteps(store, access, retention));
+  return withTreesNow(runNow(compactSteps(store, access, retention)));
 }
 
 /** Default EngineOpenOptions.eventRetentionMs: a week. */

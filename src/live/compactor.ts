@@ -10,7 +10,16 @@ import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { runYielding } from '../util/steps.js';
 import type { ChangeWriter } from './change.js';
-import { carriedAccessSteps, compactNow, compactSteps, EVENT_RETENTION_MS, worthCompacting, type Compacted, type LogRetention } from './compact.js';
+import {
+  carriedAccessSteps,
+  compactNow,
+  compactSteps,
+  EVENT_RETENTION_MS,
+  withTreesOffThread,
+  worthCompacting,
+  type Compacted,
+  type LogRetention,
+} from './compact.js';
 import type { Generations } from './generations.js';
 
 /** Default EngineOpenOptions.compactFraction. */
@@ -51,7 +60,7 @@ export class Compactor {
       const g = this.generations.current;
       if (g.id === this.baseId) return;
       const started = performance.now();
-      const result = await runYielding(compactSteps(g.store, g.access, this.retention()));
+      const result = await withTreesOffThread(await runYielding(compactSteps(g.store, g.access, this.retention())));
       const tables = await runYielding(carriedAccessSteps(g.access, result));
       this.done = { count: this.done.count + 1, seconds: this.done.seconds + (performance.now() - started) / 1000 };
       const { store, indexes } = result;

@@ -6,7 +6,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../util/worker.js';
 import { QueryError } from '../errors.js';
 import { CATALOG } from '../schema/catalog.js';
 import {
@@ -377,16 +378,7 @@ class ChildWorker {
   constructor(job: ChildJob, onProgress: (m: { resource: ChildResourceName; bytesRead: number; records: number }) => void) {
     let worker: Worker | null = null;
     try {
-      if (import.meta.url.endsWith('.ts')) {
-        // Running from TypeScript sources (tests, benchmarks under tsx): the worker registers the
-        // tsx loader before importing its module.
-        const target = new URL('./load-worker.ts', import.meta.url).href;
-        const tsx = import.meta.resolve('tsx/esm/api');
-        const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(target)}); });`;
-        worker = new Worker(boot, { eval: true, workerData: job });
-      } else {
-        worker = new Worker(new URL('./load-worker.js', import.meta.url), { workerData: job });
-      }
+      worker = startWorker(import.meta.url, 'load-worker', { workerData: job });
     } catch {
       worker = null;
     }
