@@ -151,8 +151,9 @@ class Tail implements Vocabulary {
 
 /**
  * The rows one change removed, linked to the removals of the view the change started from: a
- * chain up to the lineage's generation-0 view (`ROOT`, nothing dead). `counts` keeps the dead
- * holders of the terms queries asked for in the view this belongs to.
+ * chain up to the lineage's generation-0 view (`ROOT`, nothing dead, shared by every lineage).
+ * `counts` keeps the dead holders of the terms queries asked for in the view this belongs to
+ * (never made on ROOT).
  */
 class Removals {
   static readonly ROOT = new Removals(null, new Uint32Array(0));
@@ -379,16 +380,16 @@ export class SearchView {
    */
   private deadHolders(id: number, postings: number): number {
     const mine = this.removals;
+    if (mine.parent === null) return 0; // nothing removed since the generation-0 view (ROOT keeps no counts: it is every lineage's)
     const kept = mine.counts?.get(id);
     if (kept !== undefined) return kept;
     let count = 0;
-    for (let node: Removals = mine; ; node = node.parent!) {
+    for (let node: Removals = mine; node.parent !== null; node = node.parent) {
       const known = node.counts?.get(id);
       if (known !== undefined) {
         count += known;
         break;
       }
-      if (node.parent === null) break;
       if (node.depth * SEARCH_COST > postings) {
         count = this.deadPostings(id);
         break;
