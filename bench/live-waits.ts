@@ -62,22 +62,18 @@ globalThis.setImmediate = ((fn: ((...args: unknown[]) => void) & { [QUERY_TURN]?
     fn(...args);
   });
 }) as typeof setImmediate;
-const queryTurn = (): Promise<void> =>
-  new Promise((resolve) => {
-    const turn = Object.assign(() => resolve(), { [QUERY_TURN]: true as const });
-    setImmediate(turn);
-  });
+/** Marks the query loop's own turns (not holds). */
+const asQueryTurn = (tick: () => void): (() => void) => Object.assign(tick, { [QUERY_TURN]: true as const });
 // Garbage-collection pauses (start, duration, kind), from V8's performance entries.
 const pauses: Array<{ start: number; ms: number; kind: number }> = [];
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) pauses.push({ start: e.startTime, ms: e.duration, kind: (e as unknown as { detail: { kind: number } }).detail.kind });
 }).observe({ entryTypes: ['gc'] });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-// The query loop's sleep until a query is nearly due: the loop then runs on the query's behalf (not a hold).
-const querySleep = (ms: number): Promise<void> =>
-  sleep(ms).then(() => {
-    resumedByQuery = true;
-  });
+// After the query loop's sleep until a query is nearly due, the loop runs on the query's behalf (not a hold).
+const wokeForQuery = (): void => {
+  resumedByQuery = true;
+};
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 const slots = scheduleSlots(engine, mix);
@@ -122,7 +118,7 @@ async function measure(streaming: boolean): Promise<Run[]> {
   const end = due + WINDOW_MS;
   window = { start: due, end };
   for (let i = 0; due < end; i = (i + 1) % mix.length) {
-    await untilDue(due, queryTurn, querySleep);
+    await untilDue(due, asQueryTurn, wokeForQuery);
     const start = performance.now();
     const first = lastGeneration.get(i) !== engine.generation;
     lastGeneration.set(i, engine.generation);

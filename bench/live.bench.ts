@@ -52,20 +52,32 @@ import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './l
 const here = path.dirname(fileURLToPath(import.meta.url));
 const NOW = (): Date => new Date('2025-06-01T00:00:00Z');
 const seconds = (since: number): number => (performance.now() - since) / 1000;
-const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Waits until performance.now() reaches `due`: asleep on a timer until 1.5 ms before (timers fire
- * up to about a millisecond late), then yielding turns of the event loop (`turn`), so that whatever
- * else the loop has to run (a change's steps) runs in between, as it would in a server. A server
- * with nothing to do waits in the kernel and allocates nothing; a loop yielding turns all the
- * while allocates a promise and a callback a turn, about a million turns a second, and that
- * garbage alone made some 64 scavenges a second, the most of what the idle windows had.
+ * up to about a millisecond late), then yielding turns of the event loop, so that whatever else
+ * the loop has to run (a change's steps) runs in between, as it would in a server. A server with
+ * nothing to do waits in the kernel and allocates nothing; a loop yielding turns all the while,
+ * a promise a turn (about a million turns a second), made some 64 scavenges a second of the
+ * idle windows' 66. The turns are one callback scheduled again (half the garbage of a promise a
+ * turn). `tag` marks that callback and `wake` follows each sleep (live-waits tells the loop's
+ * own turns from other work's by them).
  */
-export async function untilDue(due: number, turn: () => Promise<void> = immediate, nap: (ms: number) => Promise<void> = sleep): Promise<void> {
-  for (let left = due - performance.now(); left > 2; left = due - performance.now()) await nap(left - 1.5);
-  while (performance.now() < due) await turn();
+export function untilDue(due: number, tag: (tick: () => void) => () => void = (tick) => tick, wake: () => void = () => {}): Promise<void> {
+  return new Promise((resolve) => {
+    const tick = tag(() => {
+      const left = due - performance.now();
+      if (left <= 0) resolve();
+      else if (left > 2) setTimeout(nap, left - 1.5);
+      else setImmediate(tick);
+    });
+    const nap = (): void => {
+      wake();
+      tick();
+    };
+    tick();
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
