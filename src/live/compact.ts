@@ -11,10 +11,11 @@
  * postings, the points of a KD-tree gathered), so the engine can run it between queries and yield
  * in between. The KD-trees, which kdbush builds in one go (about 20 ms each at 100k listings, 200
  * ms at 1M), are built after the steps: on a worker thread when the engine compacts while serving
- * (`withTreesOffThread`), at once when it compacts for a snapshot (`withTreesNow`).
+ * (`withTreesOn` a TreeThread), at once (`withTreesNow`) when it compacts for a snapshot or the
+ * table has few points.
  */
 import { PointIndex, pointInputSteps, type PointIndexState, type PointInput } from '../geo/point-index.js';
-import { buildTreeOffThread } from '../geo/tree-worker.js';
+import type { TreeThread } from '../geo/tree-worker.js';
 import type { PointField } from '../access/access.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
@@ -66,9 +67,16 @@ export interface CompactedParts {
 const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
 
 /**
+ * Listings from which a compaction builds its KD-trees on a worker thread (`TreeThread`, started
+ * with the compaction): below, a tree takes under about 3 ms to build here, less than the thread
+ * costs to start.
+ */
+export const TREE_THREAD_MIN_ROWS = 16_384;
+
+/**
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
  * Run every step (each does a bounded piece of work); the generator's return value is the result,
- * but for the KD-trees (`withTreesNow`, `withTreesOffThread`).
+ * but for the KD-trees (`withTreesNow`, `withTreesOn`).
  */
 export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedParts> {
   const tables = {} as Record<ResourceName, Table>;
@@ -139,21 +147,18 @@ export function withTreesNow(parts: CompactedParts): CompactedFrom {
 }
 
 /**
- * The compaction's result, its KD-trees built on a worker thread one after the other, so the
- * event loop goes on; a tree no worker could build is built on this thread. Each field's points
- * are handed to the worker (their coordinates are not read again here), and each tree comes back
- * as buffers handed over.
+ * The compaction's result, its KD-trees built on `thread` one after the other while the event loop
+ * goes on (each field's points are handed over: their coordinates are not read again here, and
+ * each tree comes back as buffers handed over). A tree the thread could not build is built now.
  */
-export async function withTreesOffThread(parts: CompactedParts): Promise<CompactedFrom> {
+export async function withTreesOn(thread: TreeThread, parts: CompactedParts): Promise<CompactedFrom> {
   const points = {} as Record<PointField, PointIndex>;
   for (const f of POINT_FIELDS) {
-    const { rowOf, coords } = parts.points[f];
-    const built = await buildTreeOffThread(coords);
-    if (built !== null) points[f] = pointIndexOf(parts, f, { tree: built.tree, rowOf, cosAt: built.cosAt });
-    else {
-      const c = parts.store.Property.columnOf(f, 'point')!;
-      points[f] = new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
-    }
+    const input = parts.points[f];
+    const built = await thread.build(input.coords);
+    const c = parts.store.Property.columnOf(f, 'point')!;
+    // without a tree from the thread, the points (handed over) are gathered again from the column
+    points[f] = built !== null ? pointIndexOf(parts, f, PointIndex.stateOf(input, built)) : new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
   }
   return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
 }

@@ -9,15 +9,19 @@ import { StoreAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { runYielding } from '../util/steps.js';
+import { TreeThread } from '../geo/tree-worker.js';
 import type { ChangeWriter } from './change.js';
 import {
   carriedAccessSteps,
   compactNow,
   compactSteps,
   EVENT_RETENTION_MS,
-  withTreesOffThread,
+  TREE_THREAD_MIN_ROWS,
+  withTreesNow,
+  withTreesOn,
   worthCompacting,
   type Compacted,
+  type CompactedFrom,
   type LogRetention,
 } from './compact.js';
 import type { Generations } from './generations.js';
@@ -60,7 +64,7 @@ export class Compactor {
       const g = this.generations.current;
       if (g.id === this.baseId) return;
       const started = performance.now();
-      const result = await withTreesOffThread(await runYielding(compactSteps(g.store, g.access, this.retention())));
+      const result = await this.compacted(g);
       const tables = await runYielding(carriedAccessSteps(g.access, result));
       this.done = { count: this.done.count + 1, seconds: this.done.seconds + (performance.now() - started) / 1000 };
       const { store, indexes } = result;
@@ -69,6 +73,17 @@ export class Compactor {
       this.setBase(compacted);
       this.generations.publish(compacted);
     });
+  }
+
+  /** The compaction of `gen`, in steps between queries; its KD-trees on a worker thread started first, so that its start-up overlaps the steps. */
+  private async compacted(gen: Generation): Promise<CompactedFrom> {
+    const trees = gen.store.Property.rowCount >= TREE_THREAD_MIN_ROWS ? new TreeThread() : null;
+    try {
+      const parts = await runYielding(compactSteps(gen.store, gen.access, this.retention()));
+      return trees === null ? withTreesNow(parts) : await withTreesOn(trees, parts);
+    } finally {
+      trees?.close();
+    }
   }
 
   /** After a change: starts a compaction when the newest generation carries enough dead and appended rows. */
