@@ -114,6 +114,9 @@ async function measure(streaming: boolean): Promise<Run[]> {
   const lastGeneration = new Map<number, number>();
   holds.length = 0;
   tracking = true;
+  // holds count from here (the last turn's resume may be long past: the collection, the sleep above)
+  resumed = performance.now();
+  resumedByQuery = true;
   let due = performance.now() + 1;
   const end = due + WINDOW_MS;
   window = { start: due, end };

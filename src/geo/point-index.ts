@@ -180,8 +180,10 @@ export interface BuiltTree {
 /** The rows among [0, lon.length) where `has(row)`, and their coordinates, in steps of GATHER_STEP_ROWS rows. */
 export function* pointInputSteps(lon: Float64Array, lat: Float64Array, has: (row: number) => boolean): Steps<PointInput> {
   let n = 0;
-  for (let row = 0; row < lon.length; row++) if (has(row)) n++;
-  yield;
+  for (let row = 0; row < lon.length; row++) {
+    if (has(row)) n++;
+    if (row % GATHER_STEP_ROWS === GATHER_STEP_ROWS - 1) yield;
+  }
   const rowOf = new Uint32Array(n);
   const coords = new Float64Array(2 * n);
   for (let row = 0, i = 0; row < lon.length; row++) {
@@ -219,8 +221,8 @@ export class PointIndex {
 
   /**
    * `lon`/`lat` per row; rows where `has(row)` is false have no point and are left out. Given a
-   * state instead (`fromState`, or a tree built elsewhere: `PointIndex.of`), the index adopts it
-   * without building anything.
+   * state instead (`fromState`, or a tree built elsewhere: `PointIndex.stateOf`), the index adopts
+   * it without building anything.
    */
   constructor(
     readonly lon: Float64Array,

@@ -156,16 +156,16 @@ export async function withTreesOn(thread: TreeThread, parts: CompactedParts): Pr
   for (const f of POINT_FIELDS) {
     const input = parts.points[f];
     const built = await thread.build(input.coords);
-    const c = parts.store.Property.columnOf(f, 'point')!;
-    // without a tree from the thread, the points (handed over) are gathered again from the column
-    points[f] = built !== null ? pointIndexOf(parts, f, PointIndex.stateOf(input, built)) : new PointIndex(c.lon, c.lat, (row) => getBit(c.validity, row));
+    // without a tree from the thread, the points (handed over to it) are gathered again from the column
+    points[f] = pointIndexOf(parts, f, built === null ? null : PointIndex.stateOf(input, built));
   }
   return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
 }
 
-function pointIndexOf(parts: CompactedParts, field: PointField, state: PointIndexState): PointIndex {
+/** The compacted table's index of a point field over `state`, or built now from the column (null). */
+function pointIndexOf(parts: CompactedParts, field: PointField, state: PointIndexState | null): PointIndex {
   const c = parts.store.Property.columnOf(field, 'point')!;
-  return new PointIndex(c.lon, c.lat, state);
+  return new PointIndex(c.lon, c.lat, state ?? ((row) => getBit(c.validity, row)));
 }
 
 /**
