@@ -12,7 +12,6 @@
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
  *   values bucketed, each bucket sorted once (Float64Array sort), nearest rank picked.
  */
-import quickselect from 'quickselect';
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
 import type { Column, JsonValue } from '../store/columns.js';
@@ -235,29 +234,24 @@ function aggregate(agg: BoundAggregate, gid: Uint32Array, groups: number, src: S
       const nums = src.numbersOf(name)!;
       let buckets = src.percentileBuckets.get(name);
       if (!buckets) {
-        buckets = groupedValues(nums, gid, groups);
+        buckets = sortedBuckets(nums, gid, groups);
         src.percentileBuckets.set(name, buckets);
       }
       const { offsets, values } = buckets;
       const p = agg.p;
-      const at = new Float64Array(groups);
-      for (let g = 0; g < groups; g++) {
-        const start = offsets[g];
-        const m = offsets[g + 1] - start;
-        if (m === 0) continue;
-        // nearest rank: the value at 1-based rank ceil(p/100 × m); p × m is an exact integer
-        const k = start + Math.ceil((p * m) / 100) - 1;
-        if (m > 1) selectIn(values, k, start, start + m - 1, ascending);
-        at[g] = values[k];
-      }
       const scale = nums.scale;
-      return (g) => (offsets[g + 1] === offsets[g] ? null : at[g] * scale);
+      return (g) => {
+        const m = offsets[g + 1] - offsets[g];
+        if (m === 0) return null;
+        // nearest rank: the value at 1-based rank ceil(p/100 × m); p × m is an exact integer
+        return values[offsets[g] + Math.ceil((p * m) / 100) - 1] * scale;
+      };
     }
   }
 }
 
-/** Each group's non-null values, grouped (offsets per group), in no order within a group. */
-function groupedValues(nums: Numbers, gid: Uint32Array, groups: number): { offsets: Uint32Array; values: Float64Array } {
+/** Each group's non-null values, grouped (offsets per group) and sorted ascending within groups. */
+function sortedBuckets(nums: Numbers, gid: Uint32Array, groups: number): { offsets: Uint32Array; values: Float64Array } {
   const { values, valid } = nums;
   const n = gid.length;
   const offsets = new Uint32Array(groups + 1);
@@ -266,14 +260,9 @@ function groupedValues(nums: Numbers, gid: Uint32Array, groups: number): { offse
   const fill = offsets.slice(0, groups);
   const out = new Float64Array(offsets[groups]);
   for (let i = 0; i < n; i++) if (valid[i] !== 0) out[fill[gid[i]]++] = values[i];
+  for (let g = 0; g < groups; g++) if (offsets[g + 1] - offsets[g] > 1) out.subarray(offsets[g], offsets[g + 1]).sort();
   return { offsets, values: out };
 }
-
-/** Numbers ascending (the values are never NaN, and -0 was read as 0). */
-const ascending = (a: number, b: number): number => a - b;
-
-/** quickselect over a Float64Array: the library only reads and swaps by index (its types say T[]). */
-const selectIn = quickselect as unknown as (arr: Float64Array, k: number, left: number, right: number, compare: (a: number, b: number) => number) => void;
 
 /** A numeric-like column's values at the positions, or null when the column is not numeric-like. */
 function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: number): Numbers | null {
