@@ -236,15 +236,15 @@ export class SearchView {
       if (normalize) for (let i = 0; i < tokens.length; i++) tokens[i] = normalize(tokens[i]);
     };
 
-    // 1. Read every token and resolve it to its term id first (tokensOf is the only outside code),
-    //    checking the change, so that a throw leaves the shared tail untouched. A term new to the
+    // 1. Read every appended row's tokens and resolve them to term ids first (tokensOf is the only
+    //    outside code), and check the removed rows, so that a throw leaves the shared tail untouched. A term new to the
     //    lineage gets the id it will have once added (ids follow first appearance). Each row's
     //    token strings are dropped once it is read: only ids are kept.
     const fresh: string[] = [];
     const freshIds = new Map<string, number>();
-    const idOf = (t: string, adding: boolean): number => {
+    const idOf = (t: string): number => {
       const id = base.termIds.get(t) ?? tail.termIds.get(t) ?? freshIds.get(t);
-      if (id !== undefined || !adding) return id ?? -1;
+      if (id !== undefined) return id;
       freshIds.set(t, tail.firstId + tail.terms.length + fresh.length);
       fresh.push(t);
       return tail.firstId + tail.terms.length + fresh.length - 1;
@@ -253,7 +253,7 @@ export class SearchView {
     const appendedEnds = new Uint32Array(to - from + 1);
     for (let row = from; row < to; row++) {
       read(row);
-      for (let i = 0; i < tokens.length; i++) appendedIds.push(idOf(tokens[i], true));
+      for (let i = 0; i < tokens.length; i++) appendedIds.push(idOf(tokens[i]));
       appendedEnds[row - from + 1] = appendedIds.length;
       yield;
     }
