@@ -652,6 +652,9 @@ export interface StoreIndexes {
 
 export type PointField = 'Location' | 'RawLocation';
 
+/** The point fields with a KD-tree (Property's). */
+export const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
+
 /** One generation's search and point views, and the indexes of the loaded rows they extend. */
 export interface LiveIndexes {
   readonly search: Readonly<Record<SearchFieldName, SearchView>>;

@@ -25,7 +25,7 @@ import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
 import { liveParentRow, parentLinkOf } from './visibility.js';
-import { type TableAccess, StoreAccess } from '../access/access.js';
+import { POINT_FIELDS, type PointField, type TableAccess, StoreAccess } from '../access/access.js';
 import { CATALOG } from '../schema/catalog.js';
 import {
   CHILD_RESOURCES,
@@ -467,8 +467,8 @@ export class ChangeWriter {
       const change = { from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] };
       search[f] = await runYielding(g0.access.search[f].nextSteps(change), pacer);
     }
-    const points = {} as Record<'Location' | 'RawLocation', PointView>;
-    for (const f of ['Location', 'RawLocation'] as const) {
+    const points = {} as Record<PointField, PointView>;
+    for (const f of POINT_FIELDS) {
       const c = property.columnOf(f, 'point')!;
       points[f] = await runYielding(g0.access.points[f].nextSteps({ from, to, lon: c.lon, lat: c.lat, has: (row) => getBit(c.validity, row) }), pacer);
     }

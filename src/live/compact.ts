@@ -16,7 +16,7 @@
  */
 import { PointIndex, pointInputSteps, type PointIndexState, type PointInput } from '../geo/point-index.js';
 import type { TreeThread } from '../geo/tree-worker.js';
-import type { PointField } from '../access/access.js';
+import { POINT_FIELDS, type PointField } from '../access/access.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import type { FieldIndex } from '../search/postings.js';
@@ -63,8 +63,6 @@ export interface CompactedParts {
   readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
   readonly points: Readonly<Record<PointField, PointInput>>;
 }
-
-const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
 
 /**
  * Listings from which a compaction builds its KD-trees on a worker thread (`TreeThread`, started

@@ -32,7 +32,7 @@ import { CATALOG, DERIVED_PROPERTY_FIELDS, makeField } from '../schema/catalog.j
 import { TableSchema } from '../schema/table-schema.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, type ChildResourceName, type EdmType, type FieldDef, type ResourceName } from '../schema/types.js';
 import { PointIndex } from '../geo/point-index.js';
-import type { StoreIndexes } from '../access/access.js';
+import { POINT_FIELDS, type PointField, type StoreIndexes } from '../access/access.js';
 import type { FieldIndex } from '../search/postings.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { ByteIndex } from '../store/byte-index.js';
@@ -71,9 +71,6 @@ import {
 export const ENGINE_SNAPSHOT_KIND = 'reso-engine';
 /** The content format: bumped whenever what `meta` and the arrays mean changes. */
 export const ENGINE_SNAPSHOT_VERSION = 5;
-
-type PointField = 'Location' | 'RawLocation';
-const POINT_FIELDS: readonly PointField[] = ['Location', 'RawLocation'];
 
 /** A column in `meta`: its kind, array names for its typed arrays, and its small non-array parts. */
 type ColumnMeta =
