@@ -317,6 +317,7 @@ export class ChangeWriter {
         // appending them is the chunk's one step that grows with the table's field count
         const size = Math.min(CHUNK_RECORDS, upserts.length - at);
         const reader = new BatchReader(r, { parent: def.parent ? tables.Property : undefined, now: this.clock });
+        await pacer.check();
         const line = (l: number): number => numbers[at + l - 1];
         for (let i = 0; i < size; i++) {
           renumbered(() => reader.add(upserts[at + i], i + 1), line);
@@ -417,7 +418,7 @@ export class ChangeWriter {
         changed.set(p, Uint32Array.from(live).sort(compare));
         if (pacer.due()) await pacer.turn();
       }
-      grouped[c] = ChildOverlay.over(lists.before, changed);
+      grouped[c] = await runYielding(ChildOverlay.overSteps(lists.before, changed), pacer);
     }
 
     // dead bitmaps of the new generation
@@ -461,6 +462,7 @@ export class ChangeWriter {
     const to = property.rowCount;
     const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
+    await pacer.check();
     const tokens = searchTokenSources(property);
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {

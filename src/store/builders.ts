@@ -284,14 +284,26 @@ export class TextBuilder implements ByteStore {
 export class Dictionary implements ByteStore {
   bytes: Buffer = allocBytes(1024);
   offsets: Uint32Array = new Uint32Array(64);
-  readonly strings: string[] = [];
+  strings: string[] = [];
   private end = 0;
-  private readonly index = new ByteIndex(this);
+  private index = new ByteIndex(this);
   /** The entry matched last: feeds repeat values, and a compare is cheaper than a hash. */
   private last = -1;
 
   get size(): number {
     return this.strings.length;
+  }
+
+  /** A dictionary of the same entries that grows on its own (cheaper than adding them again). */
+  copy(): Dictionary {
+    const copy = new Dictionary();
+    copy.bytes = allocBytes(this.bytes.length);
+    this.bytes.copy(copy.bytes, 0, 0, this.end);
+    copy.offsets = this.offsets.slice();
+    copy.strings = this.strings.slice();
+    copy.end = this.end;
+    copy.index = this.index.copyFor(copy);
+    return copy;
   }
 
   /** The 0-based entry of src[s, e), or -1. */

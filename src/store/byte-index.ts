@@ -58,6 +58,15 @@ export class ByteIndex {
     }
   }
 
+  /** The same index over `store`, which holds the same entries (a copy of this one's store). */
+  copyFor(store: ByteStore): ByteIndex {
+    const copy = new ByteIndex(store);
+    copy.table = this.table.slice();
+    copy.mask = this.mask;
+    copy.size = this.size;
+    return copy;
+  }
+
   /** Adds `entry` (its bytes already in the store, absent from the index) with hash h. */
   add(entry: number, h: number): void {
     if ((this.size + 1) * 2 > this.table.length >>> 1) this.rehash(this.table.length);

@@ -137,6 +137,8 @@ const NO_ROWS = new Uint32Array(0);
 
 /** Layers an overlay may stack before a change copies them into one (bounds the look-up chain). */
 const MAX_LAYERS = 8;
+/** Lists a flattening copies between check points. */
+const FLATTEN_STEP = 512;
 
 /**
  * One generation's children of a child resource: the loaded grouping (over the listings loaded
@@ -162,12 +164,24 @@ export class ChildOverlay implements Children {
 
   /** An overlay of `changed` on top of `below` (flattened when the stack is deep). */
   static over(below: Children, changed: ReadonlyMap<number, Uint32Array>): ChildOverlay {
+    return runNow(ChildOverlay.overSteps(below, changed));
+  }
+
+  /**
+   * `over` in steps: a check point every FLATTEN_STEP lists a flattening copies (the flattened
+   * layer holds every listing whose children changed since the load: thousands after a while).
+   */
+  static *overSteps(below: Children, changed: ReadonlyMap<number, Uint32Array>): Steps<ChildOverlay> {
     if (below instanceof ChildIndex) return new ChildOverlay(below, changed);
     const overlay = below as ChildOverlay;
     if (overlay.depth < MAX_LAYERS) return new ChildOverlay(overlay.base, changed, overlay);
     const all = new Map<number, Uint32Array>();
+    let copied = 0;
     for (let layer: ChildOverlay | null = overlay; layer !== null; layer = layer.below) {
-      for (const [p, list] of layer.changed) if (!all.has(p)) all.set(p, list);
+      for (const [p, list] of layer.changed) {
+        if (!all.has(p)) all.set(p, list);
+        if (++copied % FLATTEN_STEP === 0) yield;
+      }
     }
     for (const [p, list] of changed) all.set(p, list);
     return new ChildOverlay(overlay.base, all);

@@ -128,7 +128,7 @@ export class TableBuilder {
   private readonly slots: FieldSlot[] = [];
   private readonly byName = new Map<string, FieldSlot>();
   /** Field names as bytes: entry i is slot i. */
-  private readonly names = new Dictionary();
+  private readonly names: Dictionary;
   private readonly scratch = new Scratch();
   private readonly parts = new TimestampParts();
   private readonly keySlot: FieldSlot;
@@ -163,10 +163,14 @@ export class TableBuilder {
     if (this.def.parent && !options.parent && !options.deferParent) throw new Error(`${resource} records need the Property table to link to`);
     this.parent = this.def.parent && options.parent ? options.parent : null;
     this.condBytes = this.def.parent?.when ? Buffer.from(this.def.parent.when.equals) : null;
-    for (const def of this.def.fields) {
-      const role = def.key ? R_KEY : def.name === this.def.parent?.field ? R_LINK : def.name === this.def.parent?.when?.field ? R_COND : R_NONE;
-      this.addSlot(def, role);
-    }
+    // the catalog's fields, from a layout made once per resource (a Property builder has 636)
+    const layout = layoutOf(resource);
+    this.names = layout.names.copy();
+    this.def.fields.forEach((def, i) => {
+      const slot = new FieldSlot(def, layout.expects[i], i, roleOf(this.def, def), layout.nameBytes[i]);
+      this.slots.push(slot);
+      this.byName.set(def.name, slot);
+    });
     this.keySlot = this.byName.get(this.def.key)!;
     this.keyText = new TextBuilder(1024);
     this.keySlot.builder = this.keyText;
@@ -175,9 +179,10 @@ export class TableBuilder {
     this.deferKeys = options.deferKeyIndex === true;
   }
 
-  private addSlot(def: FieldDef, role: number): FieldSlot {
+  /** A field the catalog does not name (a local field), found in the data. */
+  private addLocalSlot(def: FieldDef): FieldSlot {
     const bytes = Buffer.from(def.name, 'utf8');
-    const slot = new FieldSlot(def, expectOf(def), this.slots.length, role, bytes);
+    const slot = new FieldSlot(def, expectOf(def), this.slots.length, R_NONE, bytes);
     this.slots.push(slot);
     this.byName.set(def.name, slot);
     if (this.names.entryOf(bytes, 0, bytes.length) !== slot.index) throw new Error(`duplicate field ${def.name}`);
@@ -661,7 +666,7 @@ export class TableBuilder {
   }
 
   private addLocal(name: string, line: number): FieldSlot {
-    const slot = this.addSlot(makeField({ name, type: 'Edm.String', origin: 'local' }), R_NONE);
+    const slot = this.addLocalSlot(makeField({ name, type: 'Edm.String', origin: 'local' }));
     slot.expect = E_PENDING;
     slot.firstLine = line;
     this.localFiles.set(slot, this.file);
@@ -967,6 +972,35 @@ export class TableBuilder {
 }
 
 /** The string a JSON string literal b[vs - 1, ve + 1] denotes, or null when its escapes are invalid. */
+/** What every TableBuilder of a resource starts with: its catalog fields' names, as bytes and in a dictionary (entry i is field i), and what each expects. */
+interface FieldLayout {
+  readonly names: Dictionary;
+  readonly nameBytes: readonly Buffer[];
+  readonly expects: readonly number[];
+}
+
+const layouts = new Map<ResourceName, FieldLayout>();
+
+function layoutOf(resource: ResourceName): FieldLayout {
+  let layout = layouts.get(resource);
+  if (layout === undefined) {
+    const names = new Dictionary();
+    const nameBytes = CATALOG[resource].fields.map((def, i) => {
+      const bytes = Buffer.from(def.name, 'utf8');
+      if (names.entryOf(bytes, 0, bytes.length) !== i) throw new Error(`duplicate field ${def.name}`);
+      return bytes;
+    });
+    layout = { names, nameBytes, expects: CATALOG[resource].fields.map(expectOf) };
+    layouts.set(resource, layout);
+  }
+  return layout;
+}
+
+/** A catalog field's role in a resource's records: its key, its link to the listing, the link's condition, or none. */
+function roleOf(resource: ResourceDef, def: FieldDef): number {
+  return def.key ? R_KEY : def.name === resource.parent?.field ? R_LINK : def.name === resource.parent?.when?.field ? R_COND : R_NONE;
+}
+
 function unescape(b: Buffer, vs: number, ve: number): string | null {
   try {
     return JSON.parse(b.toString('utf8', vs - 1, ve + 1)) as string;

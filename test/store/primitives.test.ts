@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ByteIndex } from '../../src/store/byte-index.js';
 import { compareUtf8, hashBytes } from '../../src/store/bytes.js';
-import { TextBuilder } from '../../src/store/builders.js';
+import { Dictionary, TextBuilder } from '../../src/store/builders.js';
 import { TableBuilder } from '../../src/store/ingest.js';
 import { SkipLog } from '../../src/store/record.js';
 import { loadRecords } from '../../src/store/load.js';
@@ -150,6 +150,44 @@ describe('string storage', () => {
       expect(t.record(row, ['ListingKey', 'StreetName', 'City', 'StandardStatus'])).toEqual(records[row]);
     }
     expect(status.ranks[status.codes[0]]).toBe(1);
+  });
+});
+
+describe('dictionary copies', () => {
+  const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
+  const entry = (d: Dictionary, text: string): number => d.entryOf(bytes(text), 0, bytes(text).length);
+
+  it('hold the same entries and grow apart from the original', () => {
+    const original = new Dictionary();
+    const words = Array.from({ length: 300 }, (_, i) => `field ${i} é`);
+    for (const w of words) entry(original, w);
+    const copy = original.copy();
+    expect(copy.strings).toEqual(words);
+    words.forEach((w, i) => expect(copy.indexOf(bytes(w), 0, bytes(w).length)).toBe(i));
+    // each side adds its own entries (the copy past its bytes' room too): the other never sees them
+    const extra = Array.from({ length: 2_000 }, (_, i) => `only in the copy ${i}`);
+    extra.forEach((w, i) => expect(entry(copy, w)).toBe(300 + i));
+    expect(entry(original, 'only in the original')).toBe(300);
+    expect(original.indexOf(bytes(extra[0]), 0, bytes(extra[0]).length)).toBe(-1);
+    expect(copy.indexOf(bytes('only in the original'), 0, 20)).toBe(-1);
+    expect(original.strings).toEqual([...words, 'only in the original']);
+    expect(copy.strings.slice(300)).toEqual(extra);
+  });
+});
+
+describe('table builders of one resource', () => {
+  it('start from the catalog fields each, a local field one of them met staying its own', () => {
+    const options = { skipBadRecords: false, skipLog: new SkipLog(), now: () => 0 };
+    const first = new TableBuilder('Property', options);
+    first.addValue({ ListingKey: 'A', X_Local: 'one', City: 'Austin' }, 1);
+    const second = new TableBuilder('Property', options);
+    second.addValue({ ListingKey: 'B', City: 'Boston', X_Other: 2 }, 1);
+    const a = first.finish();
+    const b = second.finish();
+    expect(a.schema.localFields.map((f) => f.name)).toEqual(['X_Local']);
+    expect(b.schema.localFields.map((f) => f.name)).toEqual(['X_Other']);
+    expect(a.record(0, ['ListingKey', 'City', 'X_Local'])).toEqual({ ListingKey: 'A', City: 'Austin', X_Local: 'one' });
+    expect(b.record(0, ['ListingKey', 'City', 'X_Other'])).toEqual({ ListingKey: 'B', City: 'Boston', X_Other: 2 });
   });
 });
 
