@@ -12,7 +12,7 @@
  * STEP_MS sets the change's step budget (default: the engine's). Each window also reports V8's
  * garbage-collection pauses by kind (minor: scavenges; major: mark-compacts), which a query due
  * during one waits for like any other hold. With PROF=1 the stream window runs under V8's CPU
- * profiler, and the samples taken while a query waited more than 1 ms are split by what ran: the
+ * profiler, and the samples taken while a query waited more than WAIT_MS ms (default 1) are split by what ran: the
  * collector, other queries, the change, the rest.
  *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
@@ -33,6 +33,8 @@ if (process.env.STEP_MS !== undefined) setStepBudgetMs(Number(process.env.STEP_M
 const size = Number(process.argv[2] ?? 100_000);
 const compacted = process.argv[3] === 'compact';
 const WINDOW_MS = 6_000;
+/** With PROF=1: the waits the profile's samples are looked at in (ms). */
+const WAIT_MS = Number(process.env.WAIT_MS ?? 1);
 const cache = path.join(path.dirname(fileURLToPath(import.meta.url)), '.cache');
 const snapshot = readdirSync(cache).find((f) => f.startsWith(`bench-${size}-engine-`) && f.endsWith('.snapshot'));
 if (snapshot === undefined) throw new Error(`no cached engine snapshot of ${size} listings: run the live bench at that size first`);
@@ -158,6 +160,9 @@ function report(label: string, runs: readonly Run[]): void {
       )} | ${firsts.length ? quantile(firsts, 0.5).toFixed(3) : '—'} / ${later.length ? quantile(later, 0.5).toFixed(3) : '—'} (${firsts.length} first runs)`,
     );
   });
+  // over every family's queries: steadier from run to run than one family's p95
+  const waited = [0.05, 0.1, 0.2, 0.5, 1].map((b) => `${((runs.filter((r) => r.wait > b).length / runs.length) * 100).toFixed(1)}%`);
+  console.log(`queries (all ${runs.length}) waiting more than 0.05 / 0.1 / 0.2 / 0.5 / 1 ms: ${waited.join(' / ')}`);
   const bounds = [0.3, 0.5, 1, 2, 5, 10, 50];
   const over = holds.filter((h) => h >= bounds[0]);
   console.log(
@@ -187,7 +192,8 @@ function report(label: string, runs: readonly Run[]): void {
 }
 
 console.log(`${size.toLocaleString('en-US')} listings${compacted ? ', compacted after sixteen 1,000-listing changes' : ''}; windows of ${WINDOW_MS / 1000} s`);
-report('idle', await measure(false));
+const idle = await measure(false);
+report('idle', idle);
 const profiler = process.env.PROF === '1' ? new Session() : null;
 if (profiler) {
   profiler.connect();
@@ -197,12 +203,21 @@ if (profiler) {
 }
 const streamed = await measure(true);
 report('under a 100-listing change every 200 ms', streamed);
+const p95 = (runs: readonly Run[], i: number): number =>
+  quantile(
+    runs.filter((r) => r.family === i).map((r) => r.wait + r.service),
+    0.95,
+  );
+const ratios = mix.map((_, i) => p95(streamed, i) / p95(idle, i));
+console.log(
+  `latency p95 under the stream / idle: ${mix.map((q, i) => `${q.id} ${ratios[i].toFixed(1)}x`).join(', ')} (${ratios.filter((r) => r <= 2).length} of ${mix.length} within 2x)`,
+);
 if (profiler) whileWaiting((await profiler.post('Profiler.stop')).profile, streamed);
 
-/** What ran while queries waited more than 1 ms: the profile's samples in those waits, by kind and by function. */
+/** What ran while queries waited more than WAIT_MS: the profile's samples in those waits, by kind and by function. */
 function whileWaiting(profile: { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[]; startTime: number }, runs: readonly Run[]): void {
   const waits = runs
-    .filter((r) => r.wait > 1)
+    .filter((r) => r.wait > WAIT_MS)
     .map((r) => [r.due, r.due + r.wait] as const)
     .sort((a, b) => a[0] - b[0]);
   const node = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -239,7 +254,7 @@ function whileWaiting(profile: { nodes: ProfileNode[]; samples?: number[]; timeD
   }
   const share = (x: number): string => `${((x / Math.max(1, n)) * 100).toFixed(0)}%`;
   console.log(
-    `\nwhile queries waited more than 1 ms (${waits.length} waits, ${n} samples): ${[...kinds].map(([kind, x]) => `${kind} ${share(x)}`).join(', ')}`,
+    `\nwhile queries waited more than ${WAIT_MS} ms (${waits.length} waits, ${n} samples): ${[...kinds].map(([kind, x]) => `${kind} ${share(x)}`).join(', ')}`,
   );
   console.log(
     `  most samples in: ${[...self]

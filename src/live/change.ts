@@ -463,7 +463,7 @@ export class ChangeWriter {
     const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
     await pacer.check();
-    const tokens = searchTokenSources(property);
+    const tokens = searchTokenSources(property, { fewRows: true });
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
       const change = { from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] };

@@ -59,7 +59,7 @@ type TermSource = (row: number, builder: FieldIndexBuilder) => void;
  * their tokens are computed once per dictionary entry; free text is tokenized per row. Null when the
  * table has no such column.
  */
-function tokenSource(table: Table, field: string): TokenSource | null {
+function tokenSource(table: Table, field: string, fewRows: boolean): TokenSource | null {
   return columnSource<string[], readonly string[]>(
     table,
     field,
@@ -68,6 +68,8 @@ function tokenSource(table: Table, field: string): TokenSource | null {
       for (const t of tokens) out.push(t);
     },
     (text, out) => tokenizeInto(text, out),
+    undefined,
+    fewRows,
   );
 }
 
@@ -90,9 +92,11 @@ function termSource(table: Table, field: string, builder: FieldIndexBuilder): Te
 
 /**
  * A row source over one column, generic in what it emits into (`S`): `ofValue` turns a dictionary
- * entry into what `emitValue` adds (computed once per entry, when first met), `emitText` adds a
- * free text, `emitUtf8` (when given) the UTF-8 bytes of one in a column that stores them (`ascii`
- * when the whole column is ASCII).
+ * entry into what `emitValue` adds (computed once per entry, when first met, and kept in an array
+ * as long as the dictionary, or in a Map with `fewRows`: a change reads its own few rows of a
+ * table whose dictionaries have thousands of entries), `emitText` adds a free text, `emitUtf8`
+ * (when given) the UTF-8 bytes of one in a column that stores them (`ascii` when the whole column
+ * is ASCII).
  */
 function columnSource<S, V>(
   table: Table,
@@ -101,10 +105,19 @@ function columnSource<S, V>(
   emitValue: (value: V, sink: S) => void,
   emitText: (text: string, sink: S) => void,
   emitUtf8?: (bytes: Uint8Array, start: number, end: number, sink: S, ascii: boolean) => void,
+  fewRows = false,
 ): ((row: number, sink: S) => void) | null {
   const c = table.column(field);
   if (!c) return null;
   const cached = (dictionary: ReadonlyArray<string | null>): ((code: number) => V) => {
+    if (fewRows) {
+      const values = new Map<number, V>();
+      return (code) => {
+        let value = values.get(code);
+        if (value === undefined) values.set(code, (value = ofValue(dictionary[code])));
+        return value;
+      };
+    }
     const values = new Array<V | undefined>(dictionary.length);
     return (code) => (values[code] ??= ofValue(dictionary[code]));
   };
@@ -172,11 +185,12 @@ function fieldSource<S>(table: Table, field: SearchFieldName, of: (column: strin
 /**
  * Per search field, the emitter of a row's tokens (not yet address-normalized), read straight from
  * the table's columns: what buildSearchIndexesOfTable indexes, and what a live update passes as
- * `tokensOf` for a new generation's table (src/search/live.ts).
+ * `tokensOf` for a new generation's table (src/search/live.ts), with `fewRows` since it reads only
+ * the rows the change appended (see columnSource).
  */
-export function searchTokenSources(table: Table): Record<SearchFieldName, TokenSource> {
+export function searchTokenSources(table: Table, { fewRows = false }: { readonly fewRows?: boolean } = {}): Record<SearchFieldName, TokenSource> {
   const out = {} as Record<SearchFieldName, TokenSource>;
-  for (const field of SEARCH_FIELDS) out[field] = fieldSource(table, field, (column) => tokenSource(table, column));
+  for (const field of SEARCH_FIELDS) out[field] = fieldSource(table, field, (column) => tokenSource(table, column, fewRows));
   return out;
 }
 
