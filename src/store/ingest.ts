@@ -971,7 +971,6 @@ export class TableBuilder {
   }
 }
 
-/** The string a JSON string literal b[vs - 1, ve + 1] denotes, or null when its escapes are invalid. */
 /** What every TableBuilder of a resource starts with: its catalog fields' names, as bytes and in a dictionary (entry i is field i), and what each expects. */
 interface FieldLayout {
   readonly names: Dictionary;
@@ -1001,6 +1000,7 @@ function roleOf(resource: ResourceDef, def: FieldDef): number {
   return def.key ? R_KEY : def.name === resource.parent?.field ? R_LINK : def.name === resource.parent?.when?.field ? R_COND : R_NONE;
 }
 
+/** The string a JSON string literal b[vs - 1, ve + 1] denotes, or null when its escapes are invalid. */
 function unescape(b: Buffer, vs: number, ve: number): string | null {
   try {
     return JSON.parse(b.toString('utf8', vs - 1, ve + 1)) as string;
