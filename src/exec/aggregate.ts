@@ -10,10 +10,15 @@
  *   lexicographic order of the group values with nulls lowest — the default result order.
  * - sum/average/min/max/$count: one pass. countdistinct: positions bucketed by value id (counting
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
- *   values bucketed, each bucket sorted once (Float64Array sort), nearest rank picked.
+ *   values bucketed, the value at the nearest rank selected in its bucket (quickselect).
+ *
+ * Every array as long as the matches comes from `ScratchArrays`, kept from query to query, and is
+ * read only while `runApply` runs: what the result reads afterwards (`record`) is per group.
  */
+import quickselect from 'quickselect';
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
+import { ScratchArrays } from '../util/scratch-arrays.js';
 import type { Column, JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from '../store/temporal.js';
 import type { Table } from '../store/table.js';
@@ -56,13 +61,25 @@ interface Numbers {
   readonly scale: number;
 }
 
+/** Takes an array for the length of one run (see ScratchArrays). */
+type Take = <T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(make: new (length: number) => T, length: number) => T;
+
+/** The arrays of a run, kept between runs up to 2^21 elements each (16 MB of Float64Array). */
+const scratch = new ScratchArrays(1 << 21);
+
 /** Runs the grouping of `$apply` over `rows` (the matching rows, ascending). */
 export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrouping, options: ApplyOptions): ApplyResult {
+  return scratch.run((take) => group(table, matches, grouping, options, take));
+}
+
+function group(table: Table, matches: Uint32Array, grouping: BoundGrouping, options: ApplyOptions, take: Take): ApplyResult {
   // ascending rows, so sums add up in row order whatever the candidate source returned
   let rows = matches;
   for (let i = 1; i < matches.length; i++) {
     if (matches[i] < matches[i - 1]) {
-      rows = matches.slice().sort();
+      rows = take(Uint32Array, matches.length);
+      rows.set(matches);
+      rows.sort();
       break;
     }
   }
@@ -70,7 +87,7 @@ export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrou
   const numbersCache = new Map<string, Numbers | null>();
   const rankedCache = new Map<string, Ranked>();
   const numbersOf = (name: string): Numbers | null => {
-    if (!numbersCache.has(name)) numbersCache.set(name, readNumbers(table.column(name), rows, options.nowMs));
+    if (!numbersCache.has(name)) numbersCache.set(name, readNumbers(table.column(name), rows, options.nowMs, take));
     return numbersCache.get(name)!;
   };
   const rankedOf = (name: string): Ranked => {
@@ -78,7 +95,7 @@ export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrou
     if (!r) {
       const column = table.column(name);
       const nums = column ? numbersOf(name) : null;
-      r = !column ? allNull(n) : nums ? rankNumbers(nums, column) : rankStrings(column, rows);
+      r = !column ? allNull(n, take) : nums ? rankNumbers(nums, column, take) : rankStrings(column, rows, take);
       rankedCache.set(name, r);
     }
     return r;
@@ -89,16 +106,16 @@ export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrou
   let gid: Uint32Array;
   let groups: number;
   if (keys.length === 0) {
-    gid = new Uint32Array(n);
+    gid = take(Uint32Array, n);
     groups = 1; // a bare aggregate(...) has one row, even over no rows
   } else {
     // the first field's ids may skip values no matching row holds (dictionary codes): compress
-    let dense = compress(keys[0].ids, keys[0].card);
+    let dense = compress(keys[0].ids, keys[0].card, take);
     for (let k = 1; k < keys.length; k++) {
       const { ids, card } = keys[k];
-      const mixed = new Float64Array(n);
+      const mixed = take(Float64Array, n);
       for (let i = 0; i < n; i++) mixed[i] = dense.ids[i] * card + ids[i];
-      dense = compress(mixed, dense.count * card);
+      dense = compress(mixed, dense.count * card, take);
     }
     gid = dense.ids;
     groups = dense.count;
@@ -110,16 +127,16 @@ export function runApply(table: Table, matches: Uint32Array, grouping: BoundGrou
   const json = new Map<string, (g: number) => JsonValue>();
   const sortValue = new Map<string, (g: number) => Value>();
   grouping.groupBy.forEach((f, k) => {
+    // each group's id of the field, read now: the ids by match are scratch
     const key = keys[k];
-    json.set(f.name, (g) => key.json(key.ids[rep[g]]));
-    sortValue.set(f.name, (g) => {
-      const id = key.ids[rep[g]];
-      return id === 0 ? null : id;
-    });
+    const ids = new Uint32Array(groups);
+    for (let g = 0; g < groups; g++) ids[g] = key.ids[rep[g]];
+    json.set(f.name, (g) => key.json(ids[g]));
+    sortValue.set(f.name, (g) => (ids[g] === 0 ? null : ids[g]));
   });
   const percentileBuckets = new Map<string, { offsets: Uint32Array; values: Float64Array }>();
   for (const agg of grouping.aggregates) {
-    const read = aggregate(agg, gid, groups, { numbersOf, rankedOf, percentileBuckets });
+    const read = aggregate(agg, gid, groups, { numbersOf, rankedOf, percentileBuckets, take });
     json.set(agg.alias, read);
     sortValue.set(agg.alias, read);
   }
@@ -159,6 +176,7 @@ interface Sources {
   readonly numbersOf: (name: string) => Numbers | null;
   readonly rankedOf: (name: string) => Ranked;
   readonly percentileBuckets: Map<string, { offsets: Uint32Array; values: Float64Array }>;
+  readonly take: Take;
 }
 
 /** Computes one aggregate for every group; returns its per-group value (null where none). */
@@ -215,7 +233,7 @@ function aggregate(agg: BoundAggregate, gid: Uint32Array, groups: number, src: S
       for (let i = 0; i < n; i++) starts[ids[i] + 1]++;
       for (let v = 0; v < card; v++) starts[v + 1] += starts[v];
       const fill = starts.slice(0, card);
-      const byId = new Uint32Array(n);
+      const byId = src.take(Uint32Array, n);
       for (let i = 0; i < n; i++) byId[fill[ids[i]]++] = i;
       const last = new Uint32Array(groups);
       const distinct = new Float64Array(groups);
@@ -234,41 +252,51 @@ function aggregate(agg: BoundAggregate, gid: Uint32Array, groups: number, src: S
       const nums = src.numbersOf(name)!;
       let buckets = src.percentileBuckets.get(name);
       if (!buckets) {
-        buckets = sortedBuckets(nums, gid, groups);
+        buckets = groupedValues(nums, gid, groups, src.take);
         src.percentileBuckets.set(name, buckets);
       }
       const { offsets, values } = buckets;
       const p = agg.p;
-      const scale = nums.scale;
-      return (g) => {
-        const m = offsets[g + 1] - offsets[g];
-        if (m === 0) return null;
+      const at = new Float64Array(groups);
+      for (let g = 0; g < groups; g++) {
+        const start = offsets[g];
+        const m = offsets[g + 1] - start;
+        if (m === 0) continue;
         // nearest rank: the value at 1-based rank ceil(p/100 × m); p × m is an exact integer
-        return values[offsets[g] + Math.ceil((p * m) / 100) - 1] * scale;
-      };
+        const k = start + Math.ceil((p * m) / 100) - 1;
+        if (m > 1) selectIn(values, k, start, start + m - 1, ascending);
+        at[g] = values[k];
+      }
+      const scale = nums.scale;
+      return (g) => (offsets[g + 1] === offsets[g] ? null : at[g] * scale);
     }
   }
 }
 
-/** Each group's non-null values, grouped (offsets per group) and sorted ascending within groups. */
-function sortedBuckets(nums: Numbers, gid: Uint32Array, groups: number): { offsets: Uint32Array; values: Float64Array } {
+/** Each group's non-null values, grouped (offsets per group), in no order within a group. */
+function groupedValues(nums: Numbers, gid: Uint32Array, groups: number, take: Take): { offsets: Uint32Array; values: Float64Array } {
   const { values, valid } = nums;
   const n = gid.length;
   const offsets = new Uint32Array(groups + 1);
   for (let i = 0; i < n; i++) if (valid[i] !== 0) offsets[gid[i] + 1]++;
   for (let g = 0; g < groups; g++) offsets[g + 1] += offsets[g];
   const fill = offsets.slice(0, groups);
-  const out = new Float64Array(offsets[groups]);
+  const out = take(Float64Array, offsets[groups]);
   for (let i = 0; i < n; i++) if (valid[i] !== 0) out[fill[gid[i]]++] = values[i];
-  for (let g = 0; g < groups; g++) if (offsets[g + 1] - offsets[g] > 1) out.subarray(offsets[g], offsets[g + 1]).sort();
   return { offsets, values: out };
 }
 
+/** Numbers ascending (the values are never NaN, and -0 was read as 0). */
+const ascending = (a: number, b: number): number => a - b;
+
+/** quickselect over a Float64Array: the library only reads and swaps by index (its types say T[]). */
+const selectIn = quickselect as unknown as (arr: Float64Array, k: number, left: number, right: number, compare: (a: number, b: number) => number) => void;
+
 /** A numeric-like column's values at the positions, or null when the column is not numeric-like. */
-function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: number): Numbers | null {
+function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: number, take: Take): Numbers | null {
   const n = rows.length;
-  const values = new Float64Array(n);
-  const valid = new Uint8Array(n);
+  const values = take(Float64Array, n);
+  const valid = take(Uint8Array, n);
   if (column === undefined) return { values, valid, scale: 1 }; // declared but absent from the data: all null
   switch (column.kind) {
     case 'number':
@@ -311,10 +339,10 @@ function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: numbe
  * booleans) go through a table indexed by value; anything else takes one sort of the values and
  * a binary search each.
  */
-function rankNumbers(nums: Numbers, column: Column): Ranked {
+function rankNumbers(nums: Numbers, column: Column, take: Take): Ranked {
   const { values, valid } = nums;
   const n = values.length;
-  const ids = new Uint32Array(n);
+  const ids = take(Uint32Array, n);
   let lo = Infinity;
   let hi = -Infinity;
   let integral = true;
@@ -329,7 +357,7 @@ function rankNumbers(nums: Numbers, column: Column): Ranked {
   if (lo > hi) {
     distinct = new Float64Array(0);
   } else if (integral && hi - lo < Math.max(1 << 16, 4 * n)) {
-    const slot = new Int32Array(hi - lo + 1);
+    const slot = take(Int32Array, hi - lo + 1);
     for (let i = 0; i < n; i++) if (valid[i] !== 0) slot[values[i] - lo] = 1;
     const found: number[] = [];
     for (let k = 0; k < slot.length; k++) if (slot[k] !== 0) slot[k] = found.push(lo + k);
@@ -337,9 +365,9 @@ function rankNumbers(nums: Numbers, column: Column): Ranked {
     for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = slot[values[i] - lo];
   } else {
     let m = 0;
-    const sorted = new Float64Array(n);
+    const sorted = take(Float64Array, n);
     for (let i = 0; i < n; i++) if (valid[i] !== 0) sorted[m++] = values[i];
-    distinct = uniqueSorted(sorted.subarray(0, m).sort());
+    distinct = uniqueSorted(sorted.subarray(0, m).sort()).slice(); // json reads it after the run
     for (let i = 0; i < n; i++) if (valid[i] !== 0) ids[i] = 1 + lowerBound(distinct, values[i]);
   }
   const text = (v: number): JsonValue => {
@@ -358,9 +386,9 @@ function rankNumbers(nums: Numbers, column: Column): Ranked {
 }
 
 /** Ordinal ids of strings: dictionary codes through the column's rank table; free text by a Map. */
-function rankStrings(column: Column, rows: Uint32Array): Ranked {
+function rankStrings(column: Column, rows: Uint32Array, take: Take): Ranked {
   const n = rows.length;
-  const ids = new Uint32Array(n);
+  const ids = take(Uint32Array, n);
   if (column.kind === 'dictionary') {
     const { codes, dictionary, ranks } = column;
     const byRank = new Array<string | null>(dictionary.length);
@@ -391,26 +419,28 @@ function rankStrings(column: Column, rows: Uint32Array): Ranked {
   return { ids, card: sorted.length + 1, json: (id) => (id === 0 ? null : sorted[id - 1]) };
 }
 
-function allNull(n: number): Ranked {
-  return { ids: new Uint32Array(n), card: 1, json: () => null };
+function allNull(n: number, take: Take): Ranked {
+  return { ids: take(Uint32Array, n), card: 1, json: () => null };
 }
 
 /**
  * Dense ids 0..count-1 for non-negative integer keys below `card`, in ascending key order: a
  * lookup table when `card` is modest, else one sort of the keys and a binary search each.
  */
-function compress(keys: Uint32Array | Float64Array, card: number): { ids: Uint32Array; count: number } {
+function compress(keys: Uint32Array | Float64Array, card: number, take: Take): { ids: Uint32Array; count: number } {
   const n = keys.length;
-  const ids = new Uint32Array(n);
+  const ids = take(Uint32Array, n);
   if (card <= Math.max(1 << 16, 4 * n)) {
-    const slot = new Int32Array(card);
+    const slot = take(Int32Array, card);
     for (let i = 0; i < n; i++) slot[keys[i]] = 1;
     let count = 0;
     for (let k = 0; k < card; k++) if (slot[k] !== 0) slot[k] = ++count;
     for (let i = 0; i < n; i++) ids[i] = slot[keys[i]] - 1;
     return { ids, count };
   }
-  const distinct = uniqueSorted(Float64Array.from(keys).sort());
+  const sorted = take(Float64Array, n);
+  sorted.set(keys);
+  const distinct = uniqueSorted(sorted.sort());
   for (let i = 0; i < n; i++) ids[i] = lowerBound(distinct, keys[i]);
   return { ids, count: distinct.length };
 }
