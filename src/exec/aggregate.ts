@@ -10,15 +10,15 @@
  *   lexicographic order of the group values with nulls lowest — the default result order.
  * - sum/average/min/max/$count: one pass. countdistinct: positions bucketed by value id (counting
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
- *   values bucketed, the value at the nearest rank selected in its bucket (quickselect).
+ *   values bucketed, the value at the nearest rank selected in its bucket (Floyd-Rivest, `selectFloat64`).
  *
  * Every array as long as the matches comes from `ScratchArrays`, kept from query to query, and is
  * read only while `runApply` runs: what the result reads afterwards (`record`) is per group.
  */
-import quickselect from 'quickselect';
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
 import { ScratchArrays } from '../util/scratch-arrays.js';
+import { selectFloat64 } from '../util/select.js';
 import type { Column, JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from '../store/temporal.js';
 import type { Table } from '../store/table.js';
@@ -264,7 +264,7 @@ function aggregate(agg: BoundAggregate, gid: Uint32Array, groups: number, src: S
         if (m === 0) continue;
         // nearest rank: the value at 1-based rank ceil(p/100 × m); p × m is an exact integer
         const k = start + Math.ceil((p * m) / 100) - 1;
-        if (m > 1) selectIn(values, k, start, start + m - 1, ascending);
+        if (m > 1) selectFloat64(values, k, start, start + m - 1);
         at[g] = values[k];
       }
       const scale = nums.scale;
@@ -285,12 +285,6 @@ function groupedValues(nums: Numbers, gid: Uint32Array, groups: number, take: Ta
   for (let i = 0; i < n; i++) if (valid[i] !== 0) out[fill[gid[i]]++] = values[i];
   return { offsets, values: out };
 }
-
-/** Numbers ascending (the values are never NaN, and -0 was read as 0). */
-const ascending = (a: number, b: number): number => a - b;
-
-/** quickselect over a Float64Array: the library only reads and swaps by index (its types say T[]). */
-const selectIn = quickselect as unknown as (arr: Float64Array, k: number, left: number, right: number, compare: (a: number, b: number) => number) => void;
 
 /** A numeric-like column's values at the positions, or null when the column is not numeric-like. */
 function readNumbers(column: Column | undefined, rows: Uint32Array, nowMs: number, take: Take): Numbers | null {
