@@ -10,14 +10,15 @@
  *   lexicographic order of the group values with nulls lowest — the default result order.
  * - sum/average/min/max/$count: one pass. countdistinct: positions bucketed by value id (counting
  *   sort), then one pass marking each group's last seen id. Percentiles: each group's non-null
- *   values bucketed, the value at the nearest rank selected in its bucket (Floyd-Rivest, `selectFloat64`).
+ *   values bucketed, the value at the nearest rank selected in its bucket (Floyd-Rivest,
+ *   `selectFloat64`).
  *
  * Every array as long as the matches comes from `ScratchArrays`, kept from query to query, and is
  * read only while `runApply` runs: what the result reads afterwards (`record`) is per group.
  */
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
-import { ScratchArrays } from '../util/scratch-arrays.js';
+import { ScratchArrays, type Take } from '../util/scratch-arrays.js';
 import { selectFloat64 } from '../util/select.js';
 import type { Column, JsonValue } from '../store/columns.js';
 import { CANONICAL_STYLE, DAY_MS, formatDate, formatTimestamp } from '../store/temporal.js';
@@ -60,9 +61,6 @@ interface Numbers {
   /** Multiplier to epoch ms for aggregate results (DAY_MS for dates, else 1). */
   readonly scale: number;
 }
-
-/** Takes an array for the length of one run (see ScratchArrays). */
-type Take = <T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(make: new (length: number) => T, length: number) => T;
 
 /** The arrays of a run, kept between runs up to 2^21 elements each (16 MB of Float64Array). */
 const scratch = new ScratchArrays(1 << 21);

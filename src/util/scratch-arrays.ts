@@ -12,6 +12,9 @@
 type Scratchable = Float64Array | Uint32Array | Int32Array | Uint8Array;
 type Make<T extends Scratchable> = new (length: number) => T;
 
+/** Takes an array for the length of one run: a zeroed array of `length` elements. */
+export type Take = <T extends Scratchable>(make: Make<T>, length: number) => T;
+
 export class ScratchArrays {
   private readonly kept = new Map<Make<Scratchable>, Scratchable[]>();
   private readonly taken = new Map<Make<Scratchable>, number>();
@@ -23,7 +26,7 @@ export class ScratchArrays {
   ) {}
 
   /** Runs `body` with the arrays it takes from `take`; they are given back when it returns or throws. Runs do not nest. */
-  run<R>(body: (take: <T extends Scratchable>(make: Make<T>, length: number) => T) => R): R {
+  run<R>(body: (take: Take) => R): R {
     if (this.running) throw new Error('ScratchArrays: a run cannot start inside another');
     this.running = true;
     try {
