@@ -12,8 +12,10 @@
  * STEP_MS sets the change's step budget (default: the engine's). Each window also reports V8's
  * garbage-collection pauses by kind (minor: scavenges; major: mark-compacts), which a query due
  * during one waits for like any other hold. With PROF=1 the stream window runs under V8's CPU
- * profiler, and the samples taken while a query waited more than WAIT_MS ms (default 1) are split by what ran: the
- * collector, other queries, the change, the rest.
+ * profiler, and the samples taken while a query waited more than WAIT_MS ms (default 1) are split
+ * by what ran: the collector, other queries, the change, the rest. Each window also reports the
+ * share of all its queries that waited more than 0.05 to 1 ms, and the run the families whose
+ * latency p95 under the stream stayed within 2x of idle.
  *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
@@ -138,18 +140,20 @@ async function measure(streaming: boolean): Promise<Run[]> {
   return runs;
 }
 
-function report(label: string, runs: readonly Run[]): void {
+/** Prints a window's figures; returns each family's latency p95. */
+function report(label: string, runs: readonly Run[]): number[] {
   console.log(`\n${label}`);
   console.log('family | latency p95 | wait p95 | service p95 | service median, first run on a generation / later runs');
-  mix.forEach((q, i) => {
+  const latencyP95 = mix.map((q, i) => {
     const mine = runs.filter((r) => r.family === i);
     const firsts = mine.filter((r) => r.first).map((r) => r.service);
     const later = mine.filter((r) => !r.first).map((r) => r.service);
+    const latency = quantile(
+      mine.map((r) => r.wait + r.service),
+      0.95,
+    );
     console.log(
-      `${q.id} | ${quantile(
-        mine.map((r) => r.wait + r.service),
-        0.95,
-      ).toFixed(3)} | ${quantile(
+      `${q.id} | ${latency.toFixed(3)} | ${quantile(
         mine.map((r) => r.wait),
         0.95,
       ).toFixed(3)} | ${quantile(
@@ -159,6 +163,7 @@ function report(label: string, runs: readonly Run[]): void {
         3,
       )} | ${firsts.length ? quantile(firsts, 0.5).toFixed(3) : '—'} / ${later.length ? quantile(later, 0.5).toFixed(3) : '—'} (${firsts.length} first runs)`,
     );
+    return latency;
   });
   // over every family's queries: steadier from run to run than one family's p95
   const waited = [0.05, 0.1, 0.2, 0.5, 1].map((b) => `${((runs.filter((r) => r.wait > b).length / runs.length) * 100).toFixed(1)}%`);
@@ -189,11 +194,11 @@ function report(label: string, runs: readonly Run[]): void {
         })
         .join('; '),
   );
+  return latencyP95;
 }
 
 console.log(`${size.toLocaleString('en-US')} listings${compacted ? ', compacted after sixteen 1,000-listing changes' : ''}; windows of ${WINDOW_MS / 1000} s`);
-const idle = await measure(false);
-report('idle', idle);
+const idle = report('idle', await measure(false));
 const profiler = process.env.PROF === '1' ? new Session() : null;
 if (profiler) {
   profiler.connect();
@@ -202,13 +207,7 @@ if (profiler) {
   await profiler.post('Profiler.start');
 }
 const streamed = await measure(true);
-report('under a 100-listing change every 200 ms', streamed);
-const p95 = (runs: readonly Run[], i: number): number =>
-  quantile(
-    runs.filter((r) => r.family === i).map((r) => r.wait + r.service),
-    0.95,
-  );
-const ratios = mix.map((_, i) => p95(streamed, i) / p95(idle, i));
+const ratios = report('under a 100-listing change every 200 ms', streamed).map((p95, i) => p95 / idle[i]);
 console.log(
   `latency p95 under the stream / idle: ${mix.map((q, i) => `${q.id} ${ratios[i].toFixed(1)}x`).join(', ')} (${ratios.filter((r) => r <= 2).length} of ${mix.length} within 2x)`,
 );
