@@ -237,9 +237,9 @@ export class SearchView {
     };
 
     // 1. Read every appended row's tokens and resolve them to term ids first (tokensOf is the only
-    //    outside code), and check the removed rows, so that a throw leaves the shared tail untouched. A term new to the
-    //    lineage gets the id it will have once added (ids follow first appearance). Each row's
-    //    token strings are dropped once it is read: only ids are kept.
+    //    outside code), and check the removed rows, so that a throw leaves the shared tail
+    //    untouched. A term new to the lineage gets the id it will have once added (ids follow
+    //    first appearance). Each row's token strings are dropped once it is read: only ids are kept.
     const fresh: string[] = [];
     const freshIds = new Map<string, number>();
     const idOf = (t: string): number => {

@@ -167,7 +167,7 @@ export class TableBuilder {
     const layout = layoutOf(resource);
     this.names = layout.names.copy();
     this.def.fields.forEach((def, i) => {
-      const slot = new FieldSlot(def, layout.expects[i], i, roleOf(this.def, def), layout.nameBytes[i]);
+      const slot = new FieldSlot(def, layout.expects[i], i, layout.roles[i], layout.nameBytes[i]);
       this.slots.push(slot);
       this.byName.set(def.name, slot);
     });
@@ -971,11 +971,12 @@ export class TableBuilder {
   }
 }
 
-/** What every TableBuilder of a resource starts with: its catalog fields' names, as bytes and in a dictionary (entry i is field i), and what each expects. */
+/** What every TableBuilder of a resource starts with: its catalog fields' names, as bytes and in a dictionary (entry i is field i), what each expects and its role. */
 interface FieldLayout {
   readonly names: Dictionary;
   readonly nameBytes: readonly Buffer[];
   readonly expects: readonly number[];
+  readonly roles: readonly number[];
 }
 
 const layouts = new Map<ResourceName, FieldLayout>();
@@ -983,13 +984,14 @@ const layouts = new Map<ResourceName, FieldLayout>();
 function layoutOf(resource: ResourceName): FieldLayout {
   let layout = layouts.get(resource);
   if (layout === undefined) {
+    const def = CATALOG[resource];
     const names = new Dictionary();
-    const nameBytes = CATALOG[resource].fields.map((def, i) => {
-      const bytes = Buffer.from(def.name, 'utf8');
-      if (names.entryOf(bytes, 0, bytes.length) !== i) throw new Error(`duplicate field ${def.name}`);
+    const nameBytes = def.fields.map((field, i) => {
+      const bytes = Buffer.from(field.name, 'utf8');
+      if (names.entryOf(bytes, 0, bytes.length) !== i) throw new Error(`duplicate field ${field.name}`);
       return bytes;
     });
-    layout = { names, nameBytes, expects: CATALOG[resource].fields.map(expectOf) };
+    layout = { names, nameBytes, expects: def.fields.map(expectOf), roles: def.fields.map((field) => roleOf(def, field)) };
     layouts.set(resource, layout);
   }
   return layout;
