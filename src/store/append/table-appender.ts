@@ -239,4 +239,4 @@ export class TableAppender {
 }
 
 /** Columns prepared or written between two check points of appendSteps. */
-const APPEND_CHECK_COLUMNS = 4;
+const APPEND_CHECK_COLUMNS = 1;
