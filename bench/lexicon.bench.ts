@@ -27,11 +27,11 @@ const bench: BenchFile = {
       texts.push(searchTextsOf('RawAddressSearchText', 0, (_, f) => rec[f], []).join(' '));
     }
     const index = buildFieldIndex(texts.length, (row, out) => out.push(texts[row]), { address: true });
-    const terms = index.terms;
+    const terms = index.terms.list();
     options.log(`${terms.length} address terms`);
 
     let t = performance.now();
-    const ours = new Lexicon(index);
+    const ours = new Lexicon({ terms, idOf: (term) => index.terms.id(term) });
     const oursBuildMs = performance.now() - t;
     t = performance.now();
     const flex = new FlexSearch.Index({ tokenize: 'forward', encoder: FlexSearch.Charset.Exact });

@@ -20,10 +20,10 @@ export function isFuzzyCandidate(word: string): boolean {
   return word.length >= FUZZY_MIN_LETTERS && LETTERS_ONLY.test(word);
 }
 
-/** Terms by id: the term of id `firstId + i` is `terms[i]`; `termIds` maps a term to its id. */
+/** Terms by id: the term of id `firstId + i` is `terms[i]`; `idOf` gives a term's id, -1 for none. */
 export interface Vocabulary {
   readonly terms: readonly string[];
-  readonly termIds: ReadonlyMap<string, number>;
+  idOf(term: string): number;
 }
 
 export class Lexicon {
@@ -84,16 +84,16 @@ export class Lexicon {
   /** Ids of fuzzy-eligible terms within one Damerau (OSA) edit of `word`, excluding `word` itself. */
   withinOneEdit(word: string, out: number[]): number[] {
     if (!isFuzzyCandidate(word)) return out;
-    const { terms, termIds } = this.vocabulary;
+    const { terms } = this.vocabulary;
     const found = new Set<number>();
-    const consider = (id: number | undefined): void => {
-      if (id === undefined || found.has(id) || id - this.firstId >= this.size) return;
+    const consider = (id: number): void => {
+      if (id < 0 || found.has(id) || id - this.firstId >= this.size) return;
       const term = terms[id - this.firstId];
       if (term !== word && isFuzzyCandidate(term) && osaDistanceAtMostOne(word, term)) found.add(id);
     };
     // word is a term with one letter inserted (term = word minus one letter)
     for (const d of deletionsOf(word)) {
-      consider(termIds.get(d));
+      consider(this.vocabulary.idOf(d));
       for (const id of this.deletions.get(d) ?? []) consider(id); // substitution or swap
     }
     for (const id of this.deletions.get(word) ?? []) consider(id); // term = word plus one letter
@@ -119,7 +119,8 @@ const lexicons = new WeakMap<FieldIndex, Lexicon>();
 export function lexiconOf(index: FieldIndex): Lexicon {
   let lex = lexicons.get(index);
   if (!lex) {
-    lex = new Lexicon(index);
+    const { terms } = index;
+    lex = new Lexicon({ terms: terms.list(), idOf: (term) => terms.id(term) });
     lexicons.set(index, lex);
   }
   return lex;

@@ -139,6 +139,10 @@ class Tail implements Vocabulary {
     this.lengths[at] = length;
   }
 
+  idOf(term: string): number {
+    return this.termIds.get(term) ?? -1;
+  }
+
   lexiconOfTerms(): Lexicon {
     if (this.lexicon === null) this.lexicon = new Lexicon(this, this.firstId);
     else this.lexicon.extend();
@@ -201,8 +205,8 @@ export class SearchView {
   static of(index: FieldIndex): SearchView {
     // avgLength = total / rowCount rounded once, so the product rounds back to the integer total.
     const total = Math.round(index.avgLength * index.rowCount);
-    const tail = new Tail(index.terms.length, index.rowCount);
-    return new SearchView(index, tail, index.rowCount, null, index.rowCount, total, index.avgLength, index.terms.length, Removals.ROOT);
+    const tail = new Tail(index.terms.size, index.rowCount);
+    return new SearchView(index, tail, index.rowCount, null, index.rowCount, total, index.avgLength, index.terms.size, Removals.ROOT);
   }
 
   /** The next generation's view; this one is left as it is. See the file comment for the contract. */
@@ -243,7 +247,9 @@ export class SearchView {
     const fresh: string[] = [];
     const freshIds = new Map<string, number>();
     const idOf = (t: string): number => {
-      const id = base.termIds.get(t) ?? tail.termIds.get(t) ?? freshIds.get(t);
+      const baseId = base.terms.id(t);
+      if (baseId >= 0) return baseId;
+      const id = tail.termIds.get(t) ?? freshIds.get(t);
       if (id !== undefined) return id;
       freshIds.set(t, tail.firstId + tail.terms.length + fresh.length);
       fresh.push(t);
@@ -324,8 +330,8 @@ export class SearchView {
 
   /** The view's id of a term (already tokenized and normalized), or -1. */
   termId(term: string): number {
-    const id = this.base.termIds.get(term);
-    if (id !== undefined) return id;
+    const id = this.base.terms.id(term);
+    if (id >= 0) return id;
     const tailId = this.tail.termIds.get(term);
     return tailId !== undefined && tailId < this.termCount ? tailId : -1;
   }
@@ -333,16 +339,16 @@ export class SearchView {
   /** The term of an id below termCount. */
   termOf(id: number): string {
     const { terms } = this.base;
-    return id < terms.length ? terms[id] : this.tail.terms[id - terms.length];
+    return id < terms.size ? terms.term(id) : this.tail.terms[id - terms.size];
   }
 
   /** Postings of the term in the base CSR: [start, end) of base.rows (empty for a term the base lacks). */
   baseStart(id: number): number {
-    return id < this.base.terms.length ? this.base.offsets[id] : 0;
+    return id < this.base.terms.size ? this.base.offsets[id] : 0;
   }
 
   baseEnd(id: number): number {
-    return id < this.base.terms.length ? this.base.offsets[id + 1] : 0;
+    return id < this.base.terms.size ? this.base.offsets[id + 1] : 0;
   }
 
   /** The term's postings among appended rows of this view, or null when it has none. */
@@ -436,14 +442,14 @@ export class SearchView {
   /** Ids of the view's terms starting with `prefix`. */
   withPrefix(prefix: string, out: number[]): number[] {
     lexiconOf(this.base).withPrefix(prefix, out);
-    if (this.termCount > this.base.terms.length) this.belowBound(this.tail.lexiconOfTerms().withPrefix(prefix, []), out);
+    if (this.termCount > this.base.terms.size) this.belowBound(this.tail.lexiconOfTerms().withPrefix(prefix, []), out);
     return out;
   }
 
   /** Ids of the view's fuzzy-eligible terms within one Damerau (OSA) edit of `word`, itself excluded. */
   withinOneEdit(word: string, out: number[]): number[] {
     lexiconOf(this.base).withinOneEdit(word, out);
-    if (this.termCount > this.base.terms.length) this.belowBound(this.tail.lexiconOfTerms().withinOneEdit(word, []), out);
+    if (this.termCount > this.base.terms.size) this.belowBound(this.tail.lexiconOfTerms().withinOneEdit(word, []), out);
     return out;
   }
 

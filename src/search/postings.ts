@@ -6,6 +6,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { runNow, type Steps } from '../util/steps.js';
+import { TermDictionary } from './terms.js';
 import { ASCII_WORD, NON_ASCII, normalizeAddressToken, tokenize } from './tokenize.js';
 
 export interface FieldIndex {
@@ -13,8 +14,8 @@ export interface FieldIndex {
   readonly rowCount: number;
   /** Whether address normalization, prefix and fuzzy matching apply (RawAddressSearchText). */
   readonly address: boolean;
-  readonly termIds: ReadonlyMap<string, number>;
-  readonly terms: readonly string[];
+  /** The field's terms, ids in first-seen order (as bytes, outside the JS heap: terms.ts). */
+  readonly terms: TermDictionary;
   /** Postings of term t are rows[offsets[t]..offsets[t+1]) with frequencies tfs[...]. */
   readonly offsets: Uint32Array;
   readonly rows: Uint32Array;
@@ -353,8 +354,7 @@ export class FieldIndexBuilder {
     return {
       rowCount,
       address: this.address,
-      termIds: this.termIds,
-      terms,
+      terms: yield* TermDictionary.ofSteps(terms, stepPairs),
       offsets,
       rows,
       tfs,

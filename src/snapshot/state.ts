@@ -34,6 +34,7 @@ import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, type ChildResourceNa
 import { PointIndex } from '../geo/point-index.js';
 import { POINT_FIELDS, type PointField, type StoreIndexes } from '../access/access.js';
 import type { FieldIndex } from '../search/postings.js';
+import { TermDictionary } from '../search/terms.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { ChildIndex, type ChildOverlay } from '../store/children.js';
@@ -54,7 +55,6 @@ import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
 import { Table } from '../store/table.js';
 import { wordsFor } from '../util/bits.js';
-import { decodeUtf8, writeUtf8 } from '../store/bytes.js';
 import { bufferOf, withRoom } from '../store/append/growable.js';
 import {
   readSnapshotFile,
@@ -95,7 +95,7 @@ interface TableMeta {
 interface FieldIndexMeta {
   rowCount: number;
   address: boolean;
-  /** The term list as UTF-8 bytes and offsets (see `packStrings`). */
+  /** The term list as UTF-8 bytes and offsets, as `TermDictionary` holds it. */
   terms: { bytes: string; offsets: string };
   offsets: string;
   rows: string;
@@ -207,7 +207,7 @@ export function encodeEngine(
   for (const f of SEARCH_FIELDS) {
     const x = indexes.search[f];
     const put = (part: string, a: SnapshotArray): string => out.put(`search.${f}.${part}`, a);
-    const terms = packStrings(x.terms);
+    const { terms } = x;
     search[f] = {
       rowCount: x.rowCount,
       address: x.address,
@@ -323,20 +323,6 @@ function sparse(v: unknown, n: number, what: string): Map<number, string> | null
  * each mark-compact about 20 ms (DESIGN.md, "Garbage and pauses"). Strings decoded from bytes are
  * ordinary heap strings.
  */
-function packStrings(list: readonly string[]): { bytes: Uint8Array; offsets: Uint32Array } {
-  const offsets = new Uint32Array(list.length + 1);
-  for (let i = 0; i < list.length; i++) offsets[i + 1] = offsets[i] + Buffer.byteLength(list[i], 'utf8');
-  const bytes = Buffer.allocUnsafe(offsets[list.length]);
-  for (let i = 0; i < list.length; i++) writeUtf8(list[i], bytes, offsets[i]);
-  return { bytes, offsets };
-}
-
-function unpackStrings(bytes: Buffer, offsets: Uint32Array): string[] {
-  const out = new Array<string>(offsets.length - 1);
-  for (let i = 0; i < out.length; i++) out[i] = decodeUtf8(bytes, offsets[i], offsets[i + 1]);
-  return out;
-}
-
 function checkOffsets(offsets: Uint32Array, size: number, exact: boolean, what: string): void {
   let prev = offsets[0];
   for (let i = 1; i < offsets.length; i++) {
@@ -545,27 +531,26 @@ function decodeFieldIndex(field: SearchFieldName, v: unknown, listings: number, 
   const termOffsets = a.take(packed.offsets, [Uint32Array], null, what);
   if (termOffsets.length === 0) corrupt(`${what} term offsets are empty`);
   checkOffsets(termOffsets, bytes.length, true, `${what} term offsets`);
-  const terms = unpackStrings(bytes, termOffsets);
-  const termIds = new Map(terms.map((t, i) => [t, i]));
-  if (termIds.size !== terms.length) corrupt(`${what} repeats a term`);
-  const offsets = a.u32(m.offsets, terms.length + 1, what);
+  const packedTerms = TermDictionary.fromPacked(bytes, termOffsets);
+  const terms = packedTerms instanceof TermDictionary ? packedTerms : corrupt(`${what} repeats a term (ids ${packedTerms.first} and ${packedTerms.second})`);
+  const offsets = a.u32(m.offsets, terms.size + 1, what);
   const rows = a.u32(m.rows, null, what);
   const tfs = a.take(m.tfs, [Uint16Array], rows.length, what);
   const lengths = a.u32(m.lengths, listings, what);
   if (offsets[0] !== 0) corrupt(`${what} offsets do not start at 0`);
   checkOffsets(offsets, rows.length, true, `${what} offsets`);
-  for (let t = 0; t < terms.length; t++) {
+  for (let t = 0; t < terms.size; t++) {
     const end = offsets[t + 1];
     let prev = -1;
     for (let i = offsets[t]; i < end; i++) {
-      if (rows[i] <= prev) corrupt(`${what} postings of '${terms[t]}' are not ascending`);
+      if (rows[i] <= prev) corrupt(`${what} postings of '${terms.term(t)}' are not ascending`);
       prev = rows[i];
     }
-    if (prev >= listings) corrupt(`${what} postings of '${terms[t]}' hold row ${prev} of ${listings}`);
+    if (prev >= listings) corrupt(`${what} postings of '${terms.term(t)}' hold row ${prev} of ${listings}`);
   }
   const avgLength = m.avgLength;
   if (typeof avgLength !== 'number' || !Number.isFinite(avgLength) || avgLength < 0) corrupt(`${what} mean length is ${JSON.stringify(avgLength)}`);
-  return { rowCount: listings, address: m.address as boolean, termIds, terms, offsets, rows, tfs, lengths, avgLength: avgLength as number };
+  return { rowCount: listings, address: m.address as boolean, terms, offsets, rows, tfs, lengths, avgLength: avgLength as number };
 }
 
 /** The Store and indexes of a snapshot's contents, or a Reject. */

@@ -13,6 +13,7 @@ import { buildSearchIndexesOfTable, searchIndexOfTableSteps, searchTextsOf } fro
 import { BUILD_STEP_TOKENS, buildFieldIndex, FieldIndexBuilder, type FieldIndex } from '../../src/search/postings.js';
 import { normalizeAddressToken, tokenize } from '../../src/search/tokenize.js';
 import { runNow } from '../../src/util/steps.js';
+import { TermDictionary } from '../../src/search/terms.js';
 
 /** The reference index of rows of texts. */
 function referenceIndex(rowTexts: readonly (readonly string[])[], address: boolean): FieldIndex {
@@ -49,8 +50,7 @@ function referenceIndex(rowTexts: readonly (readonly string[])[], address: boole
   return {
     rowCount: rowTexts.length,
     address,
-    termIds,
-    terms,
+    terms: TermDictionary.of(terms),
     offsets,
     rows: Uint32Array.from(flat, (p) => p.row),
     tfs: Uint16Array.from(flat, (p) => p.tf),
@@ -62,8 +62,8 @@ function referenceIndex(rowTexts: readonly (readonly string[])[], address: boole
 function expectSameIndex(actual: FieldIndex, expected: FieldIndex, label: string): void {
   expect(actual.rowCount, label).toBe(expected.rowCount);
   expect(actual.address, label).toBe(expected.address);
-  expect(actual.terms, label).toEqual(expected.terms);
-  expect([...actual.termIds], label).toEqual([...expected.termIds]);
+  expect(actual.terms.list(), label).toEqual(expected.terms.list());
+  expected.terms.list().forEach((term, id) => expect(actual.terms.id(term), label).toBe(id));
   expect([...actual.offsets], label).toEqual([...expected.offsets]);
   expect([...actual.rows], label).toEqual([...expected.rows]);
   expect([...actual.tfs], label).toEqual([...expected.tfs]);
