@@ -125,9 +125,16 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   const p = compacted.Property;
   const search = {} as Record<SearchFieldName, FieldIndex>;
   for (const f of SEARCH_FIELDS) {
-    // room for the pairs from the base index's pairs per row (the pairs are not copied to grow)
+    // room for the pairs from the base index's pairs per row, and for the terms from its terms plus
+    // those the changes since added (nothing is copied to grow, nor rehashed, in one of the steps)
     const was = access.base.search[f];
-    search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM));
+    const view = access.search[f];
+    const terms = Math.ceil(view.termCount * PAIR_ROOM);
+    const termBytes = Math.ceil((was.terms.bytes.length / Math.max(1, was.terms.size)) * terms) + 64;
+    search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM), {
+      terms,
+      bytes: termBytes,
+    });
   }
   const points = {} as Record<PointField, PointInput>;
   for (const f of POINT_FIELDS) {
@@ -278,7 +285,7 @@ const CALL_STEP_ROWS = 256;
 /** Elements (bytes of text, codes of a collection) copied between two check points, in runs of consecutive rows. */
 const COPY_STEP_ELEMENTS = 1 << 16;
 
-/** The room made for a compacted search field's (term, row) pairs, over what the base index's pairs per row predict. */
+/** The room made for a compacted search field's (term, row) pairs and terms, over what the generation before predicts. */
 const PAIR_ROOM = 1.125;
 
 /** Runs shorter than this are copied element by element. */

@@ -206,15 +206,20 @@ export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
 
 /**
  * One field's index as buildSearchIndexesOfTable builds it, in steps (compaction), with room for
- * `pairs` (term, row) pairs made at the start when given.
+ * `pairs` (term, row) pairs and for `terms` made at the start when given.
  */
-export function searchIndexOfTableSteps(table: Table, field: SearchFieldName, pairs?: number): Steps<FieldIndex> {
+export function searchIndexOfTableSteps(
+  table: Table,
+  field: SearchFieldName,
+  pairs?: number,
+  terms?: { readonly terms: number; readonly bytes: number },
+): Steps<FieldIndex> {
   return buildFieldIndexOfSteps(
     table.rowCount,
     (builder) => {
       const source = fieldSource(table, field, (column) => termSource(table, column, builder));
       return (row) => source(row, builder);
     },
-    { address: field === 'RawAddressSearchText', pairs },
+    { address: field === 'RawAddressSearchText', pairs, terms },
   );
 }

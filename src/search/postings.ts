@@ -6,7 +6,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { runNow, type Steps } from '../util/steps.js';
-import { TermDictionary } from './terms.js';
+import { type TermDictionary, TermDictionaryBuilder } from './terms.js';
 import { ASCII_WORD, NON_ASCII, normalizeAddressToken, tokenize } from './tokenize.js';
 
 export interface FieldIndex {
@@ -60,14 +60,24 @@ function grown<T extends Int32Array | Uint16Array>(a: T, min: number, used = a.l
  * ENTRY Int32 at entries[k * ENTRY]: where its characters start in the pool, how many, its term.
  */
 export class TokenTable {
-  private slots = new Int32Array(2 << 8);
-  private mask = (1 << 8) - 1;
+  private slots: Int32Array;
+  private mask: number;
   private count = 0;
-  private entries: Int32Array = new Int32Array(ENTRY << 7);
-  private pool = new Uint16Array(1 << 10);
+  private entries: Int32Array;
+  private pool: Uint16Array;
   private poolLength = 0;
   // The free slot where find stopped, for the insert that follows a miss.
   private free = 0;
+
+  /** A table with room for `expected` tokens (of 8 characters on average) before it grows. */
+  constructor(expected = 128) {
+    let capacity = 1 << 8;
+    while (capacity < expected * 2) capacity *= 2;
+    this.slots = new Int32Array(capacity * 2);
+    this.mask = capacity - 1;
+    this.entries = new Int32Array(ENTRY * Math.max(128, expected));
+    this.pool = new Uint16Array(Math.max(1 << 10, expected * 8));
+  }
 
   /** The term of the token chars[0, len) with hash `h`, or -1 when the table does not have it. */
   find(chars: Uint16Array, len: number, h: number): number {
@@ -134,15 +144,15 @@ export class TokenTable {
  * exactly as a Map lookup per token would give them.
  */
 export class FieldIndexBuilder {
-  private readonly termIds = new Map<string, number>();
-  private readonly terms: string[] = [];
+  // The terms, as bytes (terms.ts): a term is made a string only when first seen.
+  private readonly terms: TermDictionaryBuilder;
   // The token being looked up: its characters and its hash (FNV-1a over the UTF-16 code units).
   private chars: Uint16Array = new Uint16Array(256);
   // The token table of tokens not given a source's own (tokenTable).
-  private readonly shared = new TokenTable();
+  private readonly shared: TokenTable;
   // Per term: document frequency, and its index among the current row's distinct terms (or -1).
-  private df: Int32Array = new Int32Array(1 << 11);
-  private seen: Int32Array = new Int32Array(1 << 11).fill(-1);
+  private df: Int32Array;
+  private seen: Int32Array;
   // The current row's distinct terms with their counts, and its token count.
   private rowTerms: Int32Array = new Int32Array(256);
   private rowCounts: Int32Array = new Int32Array(256);
@@ -162,7 +172,13 @@ export class FieldIndexBuilder {
     readonly address: boolean,
     /** (term, row) pairs to make room for at once. */
     pairs = 0,
+    /** Terms, and their UTF-8 bytes, to make room for at once. */
+    room: { readonly terms: number; readonly bytes: number } = { terms: 1 << 10, bytes: 1 << 13 },
   ) {
+    this.terms = new TermDictionaryBuilder(room.terms, room.bytes);
+    this.shared = new TokenTable(room.terms);
+    this.df = new Int32Array(Math.max(1 << 11, room.terms));
+    this.seen = new Int32Array(this.df.length).fill(-1);
     this.rowStart = new Uint32Array(rowCount + 1);
     this.lengths = new Uint32Array(rowCount);
     if (pairs > this.pairTerms.length) {
@@ -262,16 +278,10 @@ export class FieldIndexBuilder {
       text = '';
       for (let i = 0; i < len; i += 4096) text += String.fromCharCode.apply(null, chars.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
     }
-    const term = this.address ? normalizeAddressToken(text) : text;
-    let id = this.termIds.get(term);
-    if (id === undefined) {
-      id = this.terms.length;
-      this.termIds.set(term, id);
-      this.terms.push(term);
-      if (id >= this.df.length) {
-        this.df = grown(this.df, id + 1);
-        this.seen = grown(this.seen, id + 1, this.seen.length, -1);
-      }
+    const id = this.terms.add(this.address ? normalizeAddressToken(text) : text);
+    if (id >= this.df.length) {
+      this.df = grown(this.df, id + 1);
+      this.seen = grown(this.seen, id + 1, this.seen.length, -1);
     }
     table.insert(this.chars, len, h, id);
     return id;
@@ -328,14 +338,15 @@ export class FieldIndexBuilder {
 
   /** The second pass (after every row was added), in steps of about `stepPairs` pairs. */
   *finish(stepPairs: number): Steps<FieldIndex> {
-    const { rowCount, terms, df, rowStart, pairTerms, pairTfs } = this;
+    const { rowCount, df, rowStart, pairTerms, pairTfs } = this;
     if (this.rowsAdded !== rowCount) throw new Error(`FieldIndexBuilder: ${this.rowsAdded} rows added of ${rowCount}`);
-    const offsets = new Uint32Array(terms.length + 1);
-    for (let t = 0; t < terms.length; t++) {
+    const terms = this.terms.finish();
+    const offsets = new Uint32Array(terms.size + 1);
+    for (let t = 0; t < terms.size; t++) {
       offsets[t + 1] = offsets[t] + df[t];
       if ((t + 1) % stepPairs === 0) yield;
     }
-    const cursor = offsets.slice(0, terms.length);
+    const cursor = offsets.slice(0, terms.size);
     const rows = new Uint32Array(this.pairCount);
     const tfs = new Uint16Array(this.pairCount);
     let stepEnd = stepPairs;
@@ -354,7 +365,7 @@ export class FieldIndexBuilder {
     return {
       rowCount,
       address: this.address,
-      terms: yield* TermDictionary.ofSteps(terms, stepPairs),
+      terms,
       offsets,
       rows,
       tfs,
@@ -383,17 +394,17 @@ export function buildFieldIndex(rowCount: number, textsOf: (row: number, out: st
 /**
  * Builds the index of one field from a row source that adds each row's tokens to the builder
  * itself (`sourceOf` makes it for the builder, so it can keep term ids of repeated values), with
- * room for `pairs` (term, row) pairs made at the start when given (the pair arrays are not copied
- * to grow while they fit), as steps: a yield after every BUILD_STEP_TOKENS tokens of the first
+ * room for `pairs` (term, row) pairs and for `terms` (a number of terms and their bytes) made at
+ * the start when given (nothing is copied to grow while they fit), as steps: a yield after every BUILD_STEP_TOKENS tokens of the first
  * pass and every FINISH_STEP_PAIRS pairs of the second. The load runs them at once; compaction
  * between queries.
  */
 export function* buildFieldIndexOfSteps(
   rowCount: number,
   sourceOf: (builder: FieldIndexBuilder) => (row: number) => void,
-  options: { address: boolean; pairs?: number },
+  options: { address: boolean; pairs?: number; terms?: { readonly terms: number; readonly bytes: number } },
 ): Steps<FieldIndex> {
-  const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs);
+  const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs, options.terms);
   const addRow = sourceOf(builder);
   let next = BUILD_STEP_TOKENS;
   for (let row = 0; row < rowCount; row++) {

@@ -10,12 +10,12 @@
  */
 import { ByteIndex } from '../store/byte-index.js';
 import { decodeUtf8, hashBytes, writeUtf8 } from '../store/bytes.js';
-import { runNow, type Steps } from '../util/steps.js';
 
 export class TermDictionary {
   private strings: string[] | null = null;
 
-  private constructor(
+  /** Made by `TermDictionaryBuilder.finish` or `fromPacked`. */
+  constructor(
     readonly bytes: Buffer,
     readonly offsets: Uint32Array,
     private readonly index: ByteIndex,
@@ -55,31 +55,9 @@ export class TermDictionary {
 
   /** The dictionary of distinct terms, ids in list order. */
   static of(terms: readonly string[]): TermDictionary {
-    return runNow(TermDictionary.ofSteps(terms, Infinity));
-  }
-
-  /**
-   * `of` in steps (a compaction builds its search fields between queries): a check point every
-   * `step` terms measured, written and indexed. The terms must be distinct (a builder's are).
-   */
-  static *ofSteps(terms: readonly string[], step: number): Steps<TermDictionary> {
-    const n = terms.length;
-    const offsets = new Uint32Array(n + 1);
-    for (let t = 0; t < n; t++) {
-      offsets[t + 1] = offsets[t] + Buffer.byteLength(terms[t], 'utf8');
-      if ((t + 1) % step === 0) yield;
-    }
-    const bytes = Buffer.allocUnsafeSlow(offsets[n]);
-    for (let t = 0; t < n; t++) {
-      writeUtf8(terms[t], bytes, offsets[t]);
-      if ((t + 1) % step === 0) yield;
-    }
-    const index = new ByteIndex({ bytes, offsets }, n);
-    for (let t = 0; t < n; t++) {
-      index.add(t, hashBytes(bytes, offsets[t], offsets[t + 1]));
-      if ((t + 1) % step === 0) yield;
-    }
-    return new TermDictionary(bytes, offsets, index);
+    const builder = new TermDictionaryBuilder(terms.length);
+    for (const term of terms) builder.add(term);
+    return builder.finish();
   }
 
   /**
@@ -89,5 +67,68 @@ export class TermDictionary {
   static fromPacked(bytes: Buffer, offsets: Uint32Array): TermDictionary | { readonly first: number; readonly second: number } {
     const index = ByteIndex.build({ bytes, offsets }, offsets.length - 1);
     return index instanceof ByteIndex ? new TermDictionary(bytes, offsets, index) : index;
+  }
+}
+
+/**
+ * A dictionary gathered term by term (a field index's builder: search/postings.ts), each term's
+ * bytes written once into a growing pool and entered into the hash as it comes, so no string is
+ * kept per term and `finish` copies nothing. Room for a known number of terms and bytes is made at
+ * the start when given (a compaction knows the previous generation's), so that growing the pool
+ * and rehashing never hold the event loop in one of its steps.
+ */
+export class TermDictionaryBuilder {
+  private bytes: Buffer;
+  private offsets: Uint32Array;
+  private readonly index: ByteIndex;
+  size = 0;
+
+  constructor(expectedTerms = 16, expectedBytes = expectedTerms * 8) {
+    this.bytes = Buffer.allocUnsafeSlow(Math.max(64, expectedBytes));
+    this.offsets = new Uint32Array(Math.max(16, expectedTerms) + 1);
+    this.index = new ByteIndex({ bytes: this.bytes, offsets: this.offsets }, expectedTerms);
+  }
+
+  /** The id of a term added so far, or -1. */
+  id(term: string): number {
+    return this.index.findString(term);
+  }
+
+  /** The id of `term`: the one it was given when added before, else the next. */
+  add(term: string): number {
+    const n = this.size;
+    const start = this.offsets[n];
+    if (start + term.length * 3 > this.bytes.length) this.growBytes(start + term.length * 3);
+    const end = writeUtf8(term, this.bytes, start);
+    const h = hashBytes(this.bytes, start, end);
+    const found = this.index.find(this.bytes, start, end, h);
+    if (found >= 0) return found;
+    if (n + 2 > this.offsets.length) this.growOffsets();
+    this.offsets[n + 1] = end;
+    this.index.add(n, h);
+    this.size = n + 1;
+    return n;
+  }
+
+  /** The dictionary of the terms added, ids in the order they were first added. */
+  finish(): TermDictionary {
+    const n = this.size;
+    const store = { bytes: this.bytes.subarray(0, this.offsets[n]), offsets: this.offsets.subarray(0, n + 1) };
+    this.index.rebind(store);
+    return new TermDictionary(store.bytes, store.offsets, this.index);
+  }
+
+  private growBytes(min: number): void {
+    const bytes = Buffer.allocUnsafeSlow(Math.max(min, this.bytes.length * 2));
+    this.bytes.copy(bytes, 0, 0, this.offsets[this.size]);
+    this.bytes = bytes;
+    this.index.rebind({ bytes, offsets: this.offsets });
+  }
+
+  private growOffsets(): void {
+    const offsets = new Uint32Array(this.offsets.length * 2);
+    offsets.set(this.offsets.subarray(0, this.size + 1));
+    this.offsets = offsets;
+    this.index.rebind({ bytes: this.bytes, offsets });
   }
 }

@@ -1,11 +1,10 @@
 /**
  * A search field's term dictionary (src/search/terms.ts): ids in list order, look-ups by a string's
- * UTF-8 bytes, the stepped build equal to the whole one, and a snapshot's packed terms read back
- * with a repeated term found.
+ * UTF-8 bytes, terms gathered one by one past the room made for them, and a snapshot's packed
+ * terms read back with a repeated term found.
  */
 import { describe, expect, it } from 'vitest';
-import { TermDictionary } from '../../src/search/terms.js';
-import { runNow } from '../../src/util/steps.js';
+import { TermDictionary, TermDictionaryBuilder } from '../../src/search/terms.js';
 
 const TERMS = ['main', 'street', '', 'café', 'naïve', '北京', '🏠home', 'mainstreet', 'mai', 'Main'];
 
@@ -22,19 +21,24 @@ describe('TermDictionary', () => {
     expect(dict.list()).toBe(dict.list()); // made once
   });
 
-  it('answers over many terms, built in steps as at once', () => {
-    const terms = Array.from({ length: 5000 }, (_, i) => `t${(i * 7919) % 100_003}x${i % 13}`);
-    const steps = TermDictionary.ofSteps(terms, 64);
-    let yields = 0;
-    let next = steps.next();
-    for (; !next.done; next = steps.next()) yields++;
-    const stepped = next.value;
-    expect(yields).toBe(Math.floor(terms.length / 64) * 3);
+  it('gathers terms one by one, growing past the room it was made with, a repeated term keeping its first id', () => {
+    const terms = Array.from({ length: 5000 }, (_, i) => `t${(i * 7919) % 100_003}x${i % 13}${i % 97 === 0 ? 'é北' : ''}`);
+    const builder = new TermDictionaryBuilder(1, 2);
+    terms.forEach((term, i) => {
+      expect(builder.add(term)).toBe(i);
+      if (i % 50 === 0) {
+        expect(builder.add(terms[i >> 1])).toBe(i >> 1); // again: the id it has
+        expect(builder.id(terms[i >> 1])).toBe(i >> 1);
+      }
+    });
+    expect(builder.id('t1x0x')).toBe(-1);
+    expect(builder.size).toBe(terms.length);
+    const built = builder.finish();
     const whole = TermDictionary.of(terms);
-    expect(Buffer.compare(stepped.bytes, whole.bytes)).toBe(0);
-    expect([...stepped.offsets]).toEqual([...whole.offsets]);
-    for (let i = 0; i < terms.length; i += 37) expect(stepped.id(terms[i])).toBe(i);
-    expect(stepped.id('t1x0x')).toBe(-1);
+    expect(Buffer.compare(built.bytes, whole.bytes)).toBe(0);
+    expect([...built.offsets]).toEqual([...whole.offsets]);
+    for (let i = 0; i < terms.length; i += 37) expect(built.id(terms[i])).toBe(i);
+    expect(built.list()).toEqual(terms);
   });
 
   it('reads packed terms as a snapshot holds them, and names the first two ids of a repeated term', () => {
@@ -50,7 +54,7 @@ describe('TermDictionary', () => {
   });
 
   it('keeps an empty dictionary', () => {
-    const dict = runNow(TermDictionary.ofSteps([], 8));
+    const dict = new TermDictionaryBuilder().finish();
     expect(dict.size).toBe(0);
     expect(dict.id('anything')).toBe(-1);
     expect(dict.list()).toEqual([]);
