@@ -8,6 +8,7 @@ import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
 import { Utf8TextColumn } from '../store/columns.js';
 import { buildFieldIndex, buildFieldIndexOfSteps, type FieldIndex, type FieldIndexBuilder } from './postings.js';
+import type { TermRoom } from './terms.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from '../schema/search-fields.js';
 import { tokenize, tokenizeInto } from './tokenize.js';
@@ -208,12 +209,7 @@ export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
  * One field's index as buildSearchIndexesOfTable builds it, in steps (compaction), with room for
  * `pairs` (term, row) pairs and for `terms` made at the start when given.
  */
-export function searchIndexOfTableSteps(
-  table: Table,
-  field: SearchFieldName,
-  pairs?: number,
-  terms?: { readonly terms: number; readonly bytes: number },
-): Steps<FieldIndex> {
+export function searchIndexOfTableSteps(table: Table, field: SearchFieldName, pairs?: number, terms?: TermRoom): Steps<FieldIndex> {
   return buildFieldIndexOfSteps(
     table.rowCount,
     (builder) => {

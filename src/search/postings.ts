@@ -6,7 +6,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { runNow, type Steps } from '../util/steps.js';
-import { type TermDictionary, TermDictionaryBuilder } from './terms.js';
+import { type TermDictionary, TermDictionaryBuilder, type TermRoom } from './terms.js';
 import { ASCII_WORD, NON_ASCII, normalizeAddressToken, tokenize } from './tokenize.js';
 
 export interface FieldIndex {
@@ -173,9 +173,9 @@ export class FieldIndexBuilder {
     /** (term, row) pairs to make room for at once. */
     pairs = 0,
     /** Terms, and their UTF-8 bytes, to make room for at once. */
-    room: { readonly terms: number; readonly bytes: number } = { terms: 1 << 10, bytes: 1 << 13 },
+    room: TermRoom = { terms: 1 << 10, bytes: 1 << 13 },
   ) {
-    this.terms = new TermDictionaryBuilder(room.terms, room.bytes);
+    this.terms = new TermDictionaryBuilder(room);
     this.shared = new TokenTable(room.terms);
     this.df = new Int32Array(Math.max(1 << 11, room.terms));
     this.seen = new Int32Array(this.df.length).fill(-1);
@@ -395,14 +395,14 @@ export function buildFieldIndex(rowCount: number, textsOf: (row: number, out: st
  * Builds the index of one field from a row source that adds each row's tokens to the builder
  * itself (`sourceOf` makes it for the builder, so it can keep term ids of repeated values), with
  * room for `pairs` (term, row) pairs and for `terms` (a number of terms and their bytes) made at
- * the start when given (nothing is copied to grow while they fit), as steps: a yield after every BUILD_STEP_TOKENS tokens of the first
- * pass and every FINISH_STEP_PAIRS pairs of the second. The load runs them at once; compaction
- * between queries.
+ * the start when given (nothing is copied to grow while they fit), as steps: a yield after every
+ * BUILD_STEP_TOKENS tokens of the first pass and every FINISH_STEP_PAIRS pairs of the second. The
+ * load runs them at once; compaction between queries.
  */
 export function* buildFieldIndexOfSteps(
   rowCount: number,
   sourceOf: (builder: FieldIndexBuilder) => (row: number) => void,
-  options: { address: boolean; pairs?: number; terms?: { readonly terms: number; readonly bytes: number } },
+  options: { address: boolean; pairs?: number; terms?: TermRoom },
 ): Steps<FieldIndex> {
   const builder = new FieldIndexBuilder(rowCount, options.address, options.pairs, options.terms);
   const addRow = sourceOf(builder);

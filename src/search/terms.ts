@@ -49,13 +49,9 @@ export class TermDictionary {
     return this.strings;
   }
 
-  get byteLength(): number {
-    return this.bytes.byteLength + this.offsets.byteLength + this.index.byteLength;
-  }
-
   /** The dictionary of distinct terms, ids in list order. */
   static of(terms: readonly string[]): TermDictionary {
-    const builder = new TermDictionaryBuilder(terms.length);
+    const builder = new TermDictionaryBuilder({ terms: terms.length, bytes: terms.length * 8 });
     for (const term of terms) builder.add(term);
     return builder.finish();
   }
@@ -68,6 +64,12 @@ export class TermDictionary {
     const index = ByteIndex.build({ bytes, offsets }, offsets.length - 1);
     return index instanceof ByteIndex ? new TermDictionary(bytes, offsets, index) : index;
   }
+}
+
+/** Room for a number of terms and their UTF-8 bytes, made at once. */
+export interface TermRoom {
+  readonly terms: number;
+  readonly bytes: number;
 }
 
 /**
@@ -83,10 +85,10 @@ export class TermDictionaryBuilder {
   private readonly index: ByteIndex;
   size = 0;
 
-  constructor(expectedTerms = 16, expectedBytes = expectedTerms * 8) {
-    this.bytes = Buffer.allocUnsafeSlow(Math.max(64, expectedBytes));
-    this.offsets = new Uint32Array(Math.max(16, expectedTerms) + 1);
-    this.index = new ByteIndex({ bytes: this.bytes, offsets: this.offsets }, expectedTerms);
+  constructor(room: TermRoom = { terms: 16, bytes: 128 }) {
+    this.bytes = Buffer.allocUnsafeSlow(Math.max(64, room.bytes));
+    this.offsets = new Uint32Array(Math.max(16, room.terms) + 1);
+    this.index = new ByteIndex({ bytes: this.bytes, offsets: this.offsets }, room.terms);
   }
 
   /** The id of a term added so far, or -1. */

@@ -23,7 +23,7 @@ describe('TermDictionary', () => {
 
   it('gathers terms one by one, growing past the room it was made with, a repeated term keeping its first id', () => {
     const terms = Array.from({ length: 5000 }, (_, i) => `t${(i * 7919) % 100_003}x${i % 13}${i % 97 === 0 ? 'é北' : ''}`);
-    const builder = new TermDictionaryBuilder(1, 2);
+    const builder = new TermDictionaryBuilder({ terms: 1, bytes: 2 });
     terms.forEach((term, i) => {
       expect(builder.add(term)).toBe(i);
       if (i % 50 === 0) {
