@@ -15,7 +15,9 @@
  * profiler, and the samples taken while a query waited more than WAIT_MS ms (default 1) are split
  * by what ran: the collector, other queries, the change, the rest. Each window also reports the
  * share of all its queries that waited more than 0.05 to 1 ms, and the run the families whose
- * latency p95 under the stream stayed within 2x of idle.
+ * latency p95 under the stream stayed within 2x of idle, and splits the queries that waited more
+ * than 0.05 ms by what overlapped their wait (a hold by other work, a collection pause, the query
+ * before still running: BENCHMARKS.md "Live: steps of 0.025 ms").
  *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
@@ -52,13 +54,18 @@ const mix = FAMILY_IDS.map((id) => ({ id, odata: families.odata[id] }));
 
 // Holds of the event loop: from a turn's resume to the next setImmediate, those not ending a query's turn.
 const holds: number[] = [];
+/** When each hold started (performance.now()), beside `holds`. */
+const holdStarts: number[] = [];
 let resumed = 0;
 let resumedByQuery = false;
 let tracking = false;
 const original = globalThis.setImmediate;
 const QUERY_TURN = Symbol('query turn');
 globalThis.setImmediate = ((fn: ((...args: unknown[]) => void) & { [QUERY_TURN]?: true }, ...args: unknown[]) => {
-  if (tracking && !resumedByQuery) holds.push(performance.now() - resumed);
+  if (tracking && !resumedByQuery) {
+    holdStarts.push(resumed);
+    holds.push(performance.now() - resumed);
+  }
   const byQuery = fn[QUERY_TURN] === true;
   return original(() => {
     resumed = performance.now();
@@ -117,6 +124,7 @@ async function measure(streaming: boolean): Promise<Run[]> {
   const runs: Run[] = [];
   const lastGeneration = new Map<number, number>();
   holds.length = 0;
+  holdStarts.length = 0;
   tracking = true;
   // holds count from here (the last turn's resume may be long past: the collection, the sleep above)
   resumed = performance.now();
@@ -168,6 +176,7 @@ function report(label: string, runs: readonly Run[]): number[] {
   // over every family's queries: steadier from run to run than one family's p95
   const waited = [0.05, 0.1, 0.2, 0.5, 1].map((b) => `${((runs.filter((r) => r.wait > b).length / runs.length) * 100).toFixed(1)}%`);
   console.log(`queries (all ${runs.length}) waiting more than 0.05 / 0.1 / 0.2 / 0.5 / 1 ms: ${waited.join(' / ')}`);
+  console.log(`  of those over 0.05 ms, what overlapped the wait: ${overlapped(runs, 0.05)}`);
   const bounds = [0.3, 0.5, 1, 2, 5, 10, 50];
   const over = holds.filter((h) => h >= bounds[0]);
   console.log(
@@ -212,6 +221,26 @@ console.log(
   `latency p95 under the stream / idle: ${mix.map((q, i) => `${q.id} ${ratios[i].toFixed(1)}x`).join(', ')} (${ratios.filter((r) => r <= 2).length} of ${mix.length} within 2x)`,
 );
 if (profiler) whileWaiting((await profiler.post('Profiler.stop')).profile, streamed);
+
+/**
+ * The queries that waited more than `over` ms, by what overlapped their wait: a hold of the loop by
+ * other work (under the stream, mostly a change's steps), a garbage-collection pause, both, the
+ * query before still running (queued behind it), or none of these.
+ */
+function overlapped(runs: readonly Run[], over: number): string {
+  const counts = new Map<string, number>();
+  runs.forEach((r, j) => {
+    if (r.wait <= over) return;
+    const [from, to] = [r.due, r.due + r.wait];
+    const pause = pauses.some((p) => p.start < to && p.start + p.ms > from);
+    const hold = holdStarts.some((start, k) => start < to && start + holds[k] > from);
+    const before = runs[j - 1];
+    const queued = before !== undefined && before.due + before.wait + before.service > from;
+    const kind = hold && pause ? 'a hold and a pause' : hold ? 'a hold by other work' : pause ? 'a pause' : queued ? 'the query before' : 'none of these';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  });
+  return [...counts].map(([kind, n]) => `${kind} ${n}`).join(', ') || 'none waited';
+}
 
 /** What ran while queries waited more than WAIT_MS: the profile's samples in those waits, by kind and by function. */
 function whileWaiting(profile: { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[]; startTime: number }, runs: readonly Run[]): void {
