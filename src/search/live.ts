@@ -332,8 +332,8 @@ export class SearchView {
   termId(term: string): number {
     const id = this.base.terms.id(term);
     if (id >= 0) return id;
-    const tailId = this.tail.termIds.get(term);
-    return tailId !== undefined && tailId < this.termCount ? tailId : -1;
+    const tailId = this.tail.idOf(term);
+    return tailId < this.termCount ? tailId : -1;
   }
 
   /** The term of an id below termCount. */

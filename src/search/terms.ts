@@ -91,11 +91,6 @@ export class TermDictionaryBuilder {
     this.index = new ByteIndex({ bytes: this.bytes, offsets: this.offsets }, room.terms);
   }
 
-  /** The id of a term added so far, or -1. */
-  id(term: string): number {
-    return this.index.findString(term);
-  }
-
   /** The id of `term`: the one it was given when added before, else the next. */
   add(term: string): number {
     const n = this.size;
