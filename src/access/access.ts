@@ -18,12 +18,11 @@ import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes
 import { SearchView } from '../search/live.js';
 import { blockCountsSteps, extendSteps, foldBound, SplitOrder } from './split-order.js';
 import { Backing, withRoom } from '../store/append/growable.js';
+import type { TextColumn } from '../store/columns.js';
+import { addTextRowsSteps, textRowsOf, type TextRows } from './text-rows.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
 const STEP_ROWS = 1 << 13;
-
-/** Rows of a text-value map made between two check points (each decodes a string and sets a map entry). */
-const TEXT_STEP_ROWS = 256;
 
 /** Keys compared between two check points of building a key order (a power of two). */
 const KEY_SCAN_ROWS = 2048;
@@ -75,15 +74,6 @@ interface CompositeCount {
 }
 
 /**
- * A text column's value -> rows map, shared by the generations of a table: a newer generation adds
- * its appended rows (rows only ever grow), so an older one drops rows at or past its row count.
- */
-interface TextIndex {
-  readonly rows: Map<string, number | number[]>;
-  covered: number;
-}
-
-/**
  * The key ranks of a line of generations of a table: one growable array (a column's Backing),
  * where each next generation writes the ranks of its appended rows after the rows the previous one
  * ranked (older generations read only their own rows). Ranks are spaced `gap` apart when made, so
@@ -107,7 +97,7 @@ export class TableAccess {
   private readonly sortedDesc = new Map<string, SplitOrder>();
   private readonly valueBitsCache = new Map<string, Uint32Array>();
   private readonly countsCache = new Map<string, Uint32Array>();
-  private readonly textIndexes = new Map<string, TextIndex>();
+  private readonly textIndexes = new Map<string, TextRows>();
   private readonly composite = new Map<string, CompositeCount>();
   private readonly walkCountsCache = new Map<string, WalkCounts>();
   private walkCountBytes = 0;
@@ -246,9 +236,10 @@ export class TableAccess {
       access.keepWalkCounts(fresh, bits, yield* blockCountsSteps(order, bits));
     }
     for (const [field, index] of this.textIndexes) {
-      addTextRows(index, table.column(field) as { get(row: number): string | null }, to);
+      // an index a later generation of the lineage extended (a change rolled back since) is not carried: made again on use
+      if (index.covered !== from) continue;
+      yield* addTextRowsSteps(index, table.column(field) as TextColumn, to);
       access.textIndexes.set(field, index);
-      yield;
     }
   }
 
@@ -302,12 +293,9 @@ export class TableAccess {
     }
     for (const [key, count] of this.composite) next.composite.set(key, count);
     for (const field of this.textIndexes.keys()) {
-      const index: TextIndex = { rows: new Map(), covered: 0 };
-      const column = next.table.column(field) as { get(row: number): string | null };
-      while (index.covered < next.table.rowCount) {
-        addTextRows(index, column, Math.min(next.table.rowCount, index.covered + TEXT_STEP_ROWS));
-        yield;
-      }
+      const column = next.table.column(field) as TextColumn;
+      const index = textRowsOf(column, next.table.rowCount);
+      yield* addTextRowsSteps(index, column, next.table.rowCount);
       next.textIndexes.set(field, index);
     }
   }
@@ -442,10 +430,10 @@ export class TableAccess {
 
   /**
    * Rows whose text column equals `value` (ascending): the key through the table's key index,
-   * other text fields (ListingId, ...) through a hash map built on first use. Null when the field
-   * is not a text column.
+   * other text fields (ListingId, ...) through an index of the column made on first use
+   * (`text-rows.ts`). Null when the field is not a text column.
    */
-  textRows(field: string, value: string): number[] | null {
+  textRows(field: string, value: string): readonly number[] | null {
     const c = this.table.column(field);
     if (!c || c.kind !== 'text') return null;
     if (field === this.table.schema.key) {
@@ -454,14 +442,11 @@ export class TableAccess {
     }
     let index = this.textIndexes.get(field);
     if (!index) {
-      index = { rows: new Map(), covered: 0 };
-      addTextRows(index, c, this.table.rowCount);
+      index = textRowsOf(c, this.table.rowCount);
+      index.add(c, this.table.rowCount);
       this.textIndexes.set(field, index);
     }
-    const hit = index.rows.get(value);
-    const rows = hit === undefined ? [] : typeof hit === 'number' ? [hit] : hit;
-    const n = this.table.rowCount;
-    return index.covered > n ? rows.filter((r) => r < n) : rows;
+    return index.rows(value, this.table.rowCount);
   }
 
   /** How many rows hold each code of a dictionary column (index 0: nulls). */
@@ -553,20 +538,6 @@ export function codeTerms(table: Table, terms: WalkOf['terms']): CodeTerm[] {
 function rowTest(table: Table, terms: readonly CodeTerm[]): (row: number) => boolean {
   const columns = terms.map((t) => ({ codes: table.columnOf(t.field, 'dictionary')!.codes, wanted: new Set(t.codes) }));
   return (row) => columns.every((c) => c.wanted.has(c.codes[row]));
-}
-
-/** Adds rows [index.covered, to) of a text column to its value -> rows map. */
-function addTextRows(index: TextIndex, c: { get(row: number): string | null }, to: number): void {
-  const map = index.rows;
-  for (let r = index.covered; r < to; r++) {
-    const v = c.get(r);
-    if (v === null) continue;
-    const had = map.get(v);
-    if (had === undefined) map.set(v, r);
-    else if (typeof had === 'number') map.set(v, [had, r]);
-    else had.push(r);
-  }
-  index.covered = Math.max(index.covered, to);
 }
 
 /**

@@ -74,6 +74,22 @@ export class ByteIndex {
     this.size++;
   }
 
+  /**
+   * Makes the slot of `entry` (present, with hash h) hold `by` instead, an entry with the same
+   * bytes (the newest row of a value, src/access/text-rows.ts).
+   */
+  replace(entry: number, by: number, h: number): void {
+    const table = this.table;
+    const mask = this.mask;
+    for (let i = h & mask; table[2 * i] !== 0; i = (i + 1) & mask) {
+      if (table[2 * i] === entry + 1) {
+        table[2 * i] = by + 1;
+        return;
+      }
+    }
+    throw new Error(`entry ${entry} is not in the index`);
+  }
+
   /** Makes room for `n` entries in all, so that loading a known number of rows never rehashes. */
   reserve(n: number): void {
     let cap = this.table.length >>> 1;
