@@ -20,7 +20,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { Pacer, runYielding } from '../util/steps.js';
+import { Pacer, runNow, runYielding, type Steps } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -309,22 +309,20 @@ export class ChangeWriter {
         continue;
       }
       const def = CATALOG[r];
-      const { records: upserts, numbers } = lastVersions(op.upsert, def.key);
+      const { records: upserts, numbers } = await runYielding(lastVersionsSteps(op.upsert, def.key), pacer);
       upserted += op.upsert.length;
       await runYielding(appenders[r].reserveSteps(upserts.length), pacer);
       for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
         // records read one at a time with check points between; reading the batch's columns and
         // appending them is the chunk's one step that grows with the table's field count
         const size = Math.min(CHUNK_RECORDS, upserts.length - at);
-        const reader = new BatchReader(r, { parent: def.parent ? tables.Property : undefined, now: this.clock });
-        await pacer.check();
+        const reader = await runYielding(BatchReader.steps(r, { parent: def.parent ? tables.Property : undefined, now: this.clock }), pacer);
         const line = (l: number): number => numbers[at + l - 1];
         for (let i = 0; i < size; i++) {
           renumbered(() => reader.add(upserts[at + i], i + 1), line);
           if (pacer.due()) await pacer.turn();
         }
-        const batch = renumbered(() => reader.finish(), line);
-        await pacer.check();
+        const batch = await runYielding(renumberedSteps(reader.finishSteps(), line), pacer);
         const before = tables[r];
         const after = await runYielding(appenders[r].appendSteps(batch, def.parent ? { parent: tables.Property } : {}), pacer);
         tables[r] = after;
@@ -525,28 +523,51 @@ export function keepFirstEntry(table: Table, row: number, first: number): void {
  * loader to report.
  */
 export function lastVersions(records: readonly unknown[], key: string): { records: unknown[]; numbers: number[] } {
+  return runNow(lastVersionsSteps(records, key));
+}
+
+/** `lastVersions` in steps, a check point every RECORD_CHECK records (a record's key is a property read of a large object, cold). */
+function* lastVersionsSteps(records: readonly unknown[], key: string): Steps<{ records: unknown[]; numbers: number[] }> {
+  const keyOf = (r: unknown): unknown => (r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined);
   const last = new Map<string, number>();
-  records.forEach((r, i) => {
-    const k = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined;
+  for (let i = 0; i < records.length; i++) {
+    const k = keyOf(records[i]);
     if (typeof k === 'string') last.set(k, i);
-  });
+    if (i % RECORD_CHECK === RECORD_CHECK - 1) yield;
+  }
   const kept: unknown[] = [];
   const numbers: number[] = [];
-  records.forEach((r, i) => {
-    const k = r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined;
-    if (typeof k === 'string' && last.get(k) !== i) return;
-    kept.push(r);
+  for (let i = 0; i < records.length; i++) {
+    const k = keyOf(records[i]);
+    if (typeof k === 'string' && last.get(k) !== i) continue;
+    kept.push(records[i]);
     numbers.push(i + 1);
-  });
+    if (i % RECORD_CHECK === RECORD_CHECK - 1) yield;
+  }
   return { records: kept, numbers };
 }
+
+/** Records keyed between two check points of `lastVersionsSteps`. */
+const RECORD_CHECK = 32;
 
 /** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
 export function renumbered<T>(read: () => T, number: (line: number) => number): T {
   try {
     return read();
   } catch (e) {
-    if (e instanceof DataError && e.line > 0) throw new DataError({ code: e.code, file: e.file, line: number(e.line), field: e.field, reason: e.reason });
-    throw e;
+    throw renumberedError(e, number);
   }
+}
+
+/** `renumbered` for a read in steps. */
+function* renumberedSteps<T>(read: Steps<T>, number: (line: number) => number): Steps<T> {
+  try {
+    return yield* read;
+  } catch (e) {
+    throw renumberedError(e, number);
+  }
+}
+
+function renumberedError(e: unknown, number: (line: number) => number): unknown {
+  return e instanceof DataError && e.line > 0 ? new DataError({ code: e.code, file: e.file, line: number(e.line), field: e.field, reason: e.reason }) : e;
 }

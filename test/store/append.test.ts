@@ -479,6 +479,42 @@ describe('TableAppender: Property', () => {
   });
 });
 
+describe('TableAppender: a large dictionary', () => {
+  const N = 10_000;
+  const base = Array.from({ length: N }, (_, i) => ({ ListingKey: `K${i}`, ListPrice: i, ListAgentKey: `agent-${i}`, X_Tags: [`tag-${i}`] }));
+  const table = (): Table => loadRecords({ Property: base }, { now }).Property;
+  const steps = (t: Table, batch: Table): number => {
+    let n = 0;
+    const run = new TableAppender(t).appendSteps(batch);
+    for (let next = run.next(); !next.done; next = run.next()) n++;
+    return n;
+  };
+
+  it('copies its entries in steps when a batch brings a new value, and not at all when none is new', () => {
+    const t = table();
+    const agents = t.columnOf('ListAgentKey', 'dictionary')!;
+    expect(agents.dictionary.length).toBe(N + 1);
+    const known = loadBatch('Property', [{ ListingKey: 'K1', ListPrice: 1, ListAgentKey: 'agent-7', X_Tags: ['tag-7'] }], { now });
+    const fresh = loadBatch('Property', [{ ListingKey: 'K1', ListPrice: 1, ListAgentKey: 'agent-new', X_Tags: ['tag-new'] }], { now });
+    const knownSteps = steps(t, known);
+    const freshSteps = steps(table(), fresh);
+    // two dictionaries (the agents' and the tags') of 10,000 entries, 2,048 a check point
+    expect(freshSteps - knownSteps).toBeGreaterThanOrEqual(2 * Math.floor(N / 2048));
+
+    const same = new TableAppender(t).append(known);
+    expect(same.columnOf('ListAgentKey', 'dictionary')!.dictionary).toBe(agents.dictionary);
+    expect(same.record(N, undefined, NOW)).toMatchObject({ ListingKey: 'K1', ListAgentKey: 'agent-7' });
+    const grown = new TableAppender(t).append(fresh);
+    const after = grown.columnOf('ListAgentKey', 'dictionary')!;
+    expect(after.dictionary.length).toBe(N + 2);
+    expect(after.dictionary[after.codes[N]]).toBe('agent-new');
+    expect((grown.columnOf('X_Tags', 'collection') as CollectionColumn).get(N)).toEqual(['tag-new']);
+    expect(agents.dictionary.length).toBe(N + 1);
+    expect(grown.record(N, undefined, NOW)).toMatchObject({ ListingKey: 'K1', ListAgentKey: 'agent-new' });
+    expect(grown.record(1, undefined, NOW)).toMatchObject({ ListingKey: 'K1', ListAgentKey: 'agent-1' });
+  });
+});
+
 describe('TableAppender: Media and OpenHouse', () => {
   const ls = [...generateListings({ listings: 150, seed: 'append-children' })];
   const P = (a: number, b: number): Rec[] => ls.slice(a, b).map((l) => l.property);

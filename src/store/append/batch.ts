@@ -9,6 +9,7 @@ import type { ResourceName } from '../../schema/types.js';
 import { TableBuilder } from '../ingest.js';
 import { SkipLog } from '../record.js';
 import type { Table } from '../table.js';
+import { runNow, type Steps } from '../../util/steps.js';
 
 export interface BatchOptions {
   /**
@@ -37,16 +38,28 @@ export class BatchReader {
   constructor(
     readonly resource: ResourceName,
     options: BatchOptions = {},
+    slots: 'now' | 'later' = 'now',
   ) {
     const child = CATALOG[resource].parent !== null;
     this.parent = child ? options.parent : undefined;
-    this.builder = new TableBuilder(resource, {
-      skipBadRecords: false,
-      skipLog: new SkipLog(),
-      now: options.now ?? (() => Date.now()),
-      parent: this.parent,
-      deferParent: child && options.parent === undefined,
-    });
+    this.builder = new TableBuilder(
+      resource,
+      {
+        skipBadRecords: false,
+        skipLog: new SkipLog(),
+        now: options.now ?? (() => Date.now()),
+        parent: this.parent,
+        deferParent: child && options.parent === undefined,
+      },
+      slots,
+    );
+  }
+
+  /** A reader made in steps (its builder's field slots a few at a time: a change makes one per chunk between queries). */
+  static *steps(resource: ResourceName, options: BatchOptions = {}): Steps<BatchReader> {
+    const reader = new BatchReader(resource, options, 'later');
+    yield* reader.builder.slotSteps();
+    return reader;
   }
 
   /** Reads the next record (`line`: its 1-based number, for errors). */
@@ -56,7 +69,12 @@ export class BatchReader {
   }
 
   finish(): Table {
-    const table = this.builder.finish();
+    return runNow(this.finishSteps());
+  }
+
+  /** `finish` in steps (a check point every few columns). */
+  *finishSteps(): Steps<Table> {
+    const table = yield* this.builder.finishSteps();
     if (this.parent !== undefined) linkedTo.set(table, this.parent);
     return table;
   }

@@ -207,12 +207,22 @@ export class TableAppender {
     }
     const n = this.current.rowCount;
     const total = n + m;
-    for (const w of writes) if (w.reserveSteps) yield* w.reserveSteps(n);
+    for (const w of writes) {
+      if (w.reserveSteps === undefined) continue;
+      yield* w.reserveSteps(n);
+      yield;
+    }
     for (let i = 0; i < writes.length; i++) {
       writes[i](n);
       if (i % APPEND_CHECK_COLUMNS === APPEND_CHECK_COLUMNS - 1) yield;
     }
-    const columns = this.parts.map((p) => p.column(total));
+    // the new generation's column objects (a derived column builds over its sources' views)
+    const columns: Column[] = [];
+    for (let i = 0; i < this.parts.length; i++) {
+      columns.push(this.parts[i].column(total));
+      if (i % COLUMN_CHECK === COLUMN_CHECK - 1) yield;
+    }
+    yield;
     const keys = columns[this.keyAt] as Utf8TextColumn;
     yield* this.delta.insertSteps(keys, n, total, this.baseIndex);
     const lineage = this.lineageFor(columns);
@@ -240,3 +250,6 @@ export class TableAppender {
 
 /** Columns prepared or written between two check points of appendSteps. */
 const APPEND_CHECK_COLUMNS = 1;
+
+/** New generation's column objects made between two check points of appendSteps. */
+const COLUMN_CHECK = 16;
