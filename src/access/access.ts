@@ -18,8 +18,9 @@ import { buildSearchIndexesOfTable, type SearchIndexes } from '../search/indexes
 import { SearchView } from '../search/live.js';
 import { blockCountsSteps, extendSteps, foldBound, SplitOrder } from './split-order.js';
 import { Backing, withRoom } from '../store/append/growable.js';
-import type { TextColumn } from '../store/columns.js';
-import { addTextRowsSteps, textRowsOf, type TextRows } from './text-rows.js';
+import { ParentKeyColumn, Utf8TextColumn } from '../store/columns.js';
+import type { ChildResourceName } from '../schema/types.js';
+import { addTextRowsSteps, TextRows } from './text-rows.js';
 
 /** Rows (or words) of plain copying or filling between two check points of carrying a structure over (a power of two). */
 const STEP_ROWS = 1 << 13;
@@ -238,7 +239,7 @@ export class TableAccess {
     for (const [field, index] of this.textIndexes) {
       // an index a later generation of the lineage extended (a change rolled back since) is not carried: made again on use
       if (index.covered !== from) continue;
-      yield* addTextRowsSteps(index, table.column(field) as TextColumn, to);
+      yield* addTextRowsSteps(index, table.column(field) as Utf8TextColumn, to);
       access.textIndexes.set(field, index);
     }
   }
@@ -293,8 +294,8 @@ export class TableAccess {
     }
     for (const [key, count] of this.composite) next.composite.set(key, count);
     for (const field of this.textIndexes.keys()) {
-      const column = next.table.column(field) as TextColumn;
-      const index = textRowsOf(column, next.table.rowCount);
+      const column = next.table.column(field) as Utf8TextColumn;
+      const index = new TextRows(column, next.table.rowCount);
       yield* addTextRowsSteps(index, column, next.table.rowCount);
       next.textIndexes.set(field, index);
     }
@@ -429,20 +430,21 @@ export class TableAccess {
   }
 
   /**
-   * Rows whose text column equals `value` (ascending): the key through the table's key index,
+   * Rows whose UTF-8 text column equals `value` (ascending): the key through the table's key index,
    * other text fields (ListingId, ...) through an index of the column made on first use
-   * (`text-rows.ts`). Null when the field is not a text column.
+   * (`text-rows.ts`). Null when the field is not a UTF-8 text column (a child's link to its
+   * listing: `StoreAccess.textRows`).
    */
   textRows(field: string, value: string): readonly number[] | null {
     const c = this.table.column(field);
-    if (!c || c.kind !== 'text') return null;
+    if (!(c instanceof Utf8TextColumn)) return null;
     if (field === this.table.schema.key) {
       const row = this.table.rowOfKey(value);
       return row < 0 ? [] : [row];
     }
     let index = this.textIndexes.get(field);
     if (!index) {
-      index = textRowsOf(c, this.table.rowCount);
+      index = new TextRows(c, this.table.rowCount);
       index.add(c, this.table.rowCount);
       this.textIndexes.set(field, index);
     }
@@ -683,4 +685,39 @@ export class StoreAccess {
     }
     return a;
   }
+
+  /**
+   * Rows of `table` (of this generation) whose text field equals `value`, ascending (dead rows may
+   * be among them: callers test liveness); null when the field is not text. A child's link to its
+   * listing (`Media?$filter=ResourceRecordKey eq 'K'`: a `ParentKeyColumn`, which holds the
+   * listing's row, not the text) reads the live listing's children, the lists `$expand` reads, and
+   * the children linked to no listing; any other field, the table's index (`TableAccess.textRows`).
+   */
+  textRows(table: Table, field: string, value: string): readonly number[] | null {
+    const column = table.column(field);
+    if (!(column instanceof ParentKeyColumn)) return this.of(table).textRows(field, value);
+    const listings = this.store.Property;
+    const listing = listings.rowOfKey(value);
+    const rows: number[] = [];
+    if (listing >= 0 && !this.of(listings).isDead(listing)) rows.push(...this.store.children[table.resource as ChildResourceName].childrenOf(listing));
+    if (column.unlinked !== null) rows.push(...unlinkedRows(column.unlinked, value));
+    return rows.sort((a, b) => a - b);
+  }
+}
+
+/** The rows of a link column's values that name no listing, by value (made once per generation's map: few rows). */
+const unlinkedByValue = new WeakMap<ReadonlyMap<number, string>, Map<string, number[]>>();
+
+function unlinkedRows(unlinked: ReadonlyMap<number, string>, value: string): readonly number[] {
+  let byValue = unlinkedByValue.get(unlinked);
+  if (byValue === undefined) {
+    byValue = new Map();
+    for (const [row, v] of unlinked) {
+      const rows = byValue.get(v);
+      if (rows === undefined) byValue.set(v, [row]);
+      else rows.push(row);
+    }
+    unlinkedByValue.set(unlinked, byValue);
+  }
+  return byValue.get(value) ?? [];
 }

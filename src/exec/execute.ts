@@ -334,7 +334,7 @@ class QueryRun {
       case 'lookup':
         return collectBits(lookupBits(access, source.terms), keep);
       case 'text':
-        return collectText(access, source.field, source.value, keep);
+        return collectText(gen.access, table, source.field, source.value, keep);
       case 'range': {
         const perm = access.sortedBy(source.field)!;
         return collectRange(perm, rangeOf(perm, table, source.field, conjuncts(plan.filter)), keep);

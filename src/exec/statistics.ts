@@ -46,7 +46,7 @@ function makeStatistics(gen: Generation): PlanStatistics {
       return size;
     },
     lookupRows: (resource, term: LookupTerm) => lookupRows(accessOf(resource), term),
-    textRows: (resource, field, value) => accessOf(resource).textRows(field, value)?.length ?? null,
+    textRows: (resource, field, value) => gen.access.textRows(gen.store.table(resource), field, value)?.length ?? null,
     rangeRows(resource, field, top: readonly Bound[]): number | null {
       const access = accessOf(resource);
       const perm = access.sortedBy(field);
@@ -87,7 +87,7 @@ export function actualCounts(plan: Plan, gen: Generation, ctx: ExecContext): Act
       rows = lookupCount(access, a.terms);
       break;
     case 'text':
-      rows = (access.textRows(a.field, a.value) ?? []).filter(live).length;
+      rows = (gen.access.textRows(access.table, a.field, a.value) ?? []).filter(live).length;
       break;
     case 'range': {
       const perm = access.sortedBy(a.field)!;

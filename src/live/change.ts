@@ -204,10 +204,12 @@ export class ChangeWriter {
     for (const r of RESOURCE_NAMES) {
       if (appenders[r].table !== store0.table(r)) throw new Error(`the ${r} appender is not at the generation being changed`);
     }
+    // the event loop gets a turn at the change's check points once the work since the last has used the step budget
+    const pacer = new Pacer();
     const rollbacks = RESOURCE_NAMES.map((r) => appenders[r].checkpoint());
     this.undo = new Map();
     try {
-      const next = await this.build(operations, g0, appenders);
+      const next = await this.build(operations, g0, appenders, pacer);
       if (next.generation !== null) publish(next.generation);
       return next.summary;
     } catch (e) {
@@ -247,10 +249,9 @@ export class ChangeWriter {
     operations: readonly ChangeOperation[],
     g0: Generation,
     appenders: Record<ResourceName, TableAppender>,
+    pacer: Pacer,
   ): Promise<{ generation: Generation | null; summary: ChangeSummary }> {
     const store0 = g0.store;
-    // the event loop gets a turn at the check points below once the work since the last has used the step budget
-    const pacer = new Pacer();
     const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store0.table(r)])) as Record<ResourceName, Table>;
     const access0 = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, g0.access.of(store0.table(r))])) as Record<ResourceName, TableAccess>;
     const killed = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new Set<number>()])) as Record<ResourceName, Set<number>>;
@@ -295,6 +296,7 @@ export class ChangeWriter {
     };
 
     for (const op of operations) {
+      await pacer.check();
       const r = op.resource;
       if ('remove' in op) {
         for (const key of op.remove) {
@@ -547,8 +549,8 @@ function* lastVersionsSteps(records: readonly unknown[], key: string): Steps<{ r
   return { records: kept, numbers };
 }
 
-/** Records keyed between two check points of `lastVersionsSteps`. */
-const RECORD_CHECK = 32;
+/** Records keyed between two check points of `lastVersionsSteps` (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed). */
+const RECORD_CHECK = 8;
 
 /** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
 export function renumbered<T>(read: () => T, number: (line: number) => number): T {

@@ -48,7 +48,10 @@ export function newLookupRecords(
   return runNow(newLookupRecordSteps(tables, before, has));
 }
 
-/** `newLookupRecords` as steps, a check point after each field (a change runs it between queries). */
+/** Values looked up in the Lookup table between two check points of `newLookupRecordSteps` (each a key made or found, then a look-up in the table's key index). */
+const SEE_CHECK = 16;
+
+/** `newLookupRecords` as steps, a check point after each field and every SEE_CHECK values (a change runs it between queries). */
 export function* newLookupRecordSteps(
   tables: (r: RecordResourceName) => Table,
   before: (r: RecordResourceName) => Pick<Table, 'rowCount' | 'schema'> | null,
@@ -92,7 +95,11 @@ export function* newLookupRecordSteps(
             for (let i = column.offsets[row]; i < end; i++) use(column.codes[i], modifiedOf(row));
           }
         }
-        for (let code = 0; code < earliest.length; code++) if (!Number.isNaN(earliest[code])) see(name, column.dictionary[code]!, earliest[code]);
+        for (let code = 0, seen = 0; code < earliest.length; code++) {
+          if (Number.isNaN(earliest[code])) continue;
+          see(name, column.dictionary[code]!, earliest[code]);
+          if (++seen % SEE_CHECK === 0) yield;
+        }
         yield;
         continue;
       }
