@@ -85,9 +85,11 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
     const out = new Uint32Array(order.length);
     let n = 0;
     const c = order.cursor();
-    yield* each(order.length, () => {
-      const row = c.next();
-      if (!t.isDead(row)) out[n++] = row;
+    yield* slices(order.length, (s, e) => {
+      for (let i = s; i < e; i++) {
+        const row = c.next();
+        if (!t.isDead(row)) out[n++] = row;
+      }
     });
     return out.subarray(0, n);
   }
@@ -97,7 +99,9 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
-  yield* each(propertyRows.length, (i) => (newRowOf[propertyRows[i]] = i));
+  yield* slices(propertyRows.length, (s, e) => {
+    for (let i = s; i < e; i++) newRowOf[propertyRows[i]] = i;
+  });
   const parentMap = (p: number): number => {
     if (p < 0) return -1;
     if (newRowOf[p] >= 0) return newRowOf[p];
@@ -238,8 +242,10 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
   const keep = newBitmap(n);
   setBit(keep, n - 1);
   for (const newest of there.values())
-    yield* each(newest.length, (i) => {
-      if (newest[i] > 0) setBit(keep, newest[i] - 1);
+    yield* slices(newest.length, (s, e) => {
+      for (let i = s; i < e; i++) {
+        if (newest[i] > 0) setBit(keep, newest[i] - 1);
+      }
     });
   let seen = 0;
   for (const shard of gone) {
@@ -250,11 +256,15 @@ function* keptEventSteps(log: Table, tables: Readonly<Record<ResourceName, Table
     }
   }
   let kept = 0;
-  yield* each(keep.length, (w) => (kept += popcount32(keep[w])));
+  yield* slices(keep.length, (s, e) => {
+    for (let w = s; w < e; w++) kept += popcount32(keep[w]);
+  });
   const rows = new Uint32Array(kept);
   let k = 0;
-  yield* each(n, (row) => {
-    if (getBit(keep, row)) rows[k++] = row;
+  yield* slices(n, (s, e) => {
+    for (let row = s; row < e; row++) {
+      if (getBit(keep, row)) rows[k++] = row;
+    }
   });
   return rows;
 }
@@ -294,11 +304,15 @@ const SHORT_RUN_ELEMENTS = 64;
 /** Events whose record is looked up (a string key built and hashed per row) between two check points. */
 const EVENT_STEP_ROWS = 64;
 
-/** body(i) for i in [0, n), yielding every `stepRows`. */
-function* each(n: number, body: (i: number) => void, stepRows = GATHER_STEP_ROWS): Steps<void> {
+/**
+ * run(s, e) over [0, n) in slices of `stepRows`, yielding between them: the slice's loop is the
+ * caller's, one call per slice (a callback per row, as before, was a call per element gathered:
+ * a compaction at 100k took 4.2-4.7 s with it, 3.9-4.4 s without).
+ */
+function* slices(n: number, run: (s: number, e: number) => void, stepRows = GATHER_STEP_ROWS): Steps<void> {
   for (let a = 0; a < n; a += stepRows) {
     const b = Math.min(n, a + stepRows);
-    for (let i = a; i < b; i++) body(i);
+    run(a, b);
     if (b < n) yield;
   }
 }
@@ -316,7 +330,9 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     let out = f64.get(a);
     if (!out) {
       const into = (out = withRoom(Float64Array, n));
-      yield* each(n, (i) => (into[i] = a[rows[i]]));
+      yield* slices(n, (s, e) => {
+        for (let i = s; i < e; i++) into[i] = a[rows[i]];
+      });
       f64.set(a, out);
     }
     return out;
@@ -325,8 +341,10 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     let out = bitmaps.get(a);
     if (!out) {
       const into = (out = withRoom(Uint32Array, wordsFor(n)));
-      yield* each(n, (i) => {
-        if (getBit(a, rows[i])) setBit(into, i);
+      yield* slices(n, (s, e) => {
+        for (let i = s; i < e; i++) {
+          if (getBit(a, rows[i])) setBit(into, i);
+        }
       });
       bitmaps.set(a, out);
     }
@@ -336,11 +354,13 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* sparse<V>(m: ReadonlyMap<number, V> | null): Steps<Map<number, V> | null> {
     if (m === null || m.size === 0) return null;
     const out = new Map<number, V>();
-    yield* each(
+    yield* slices(
       n,
-      (i) => {
-        const v = m.get(rows[i]);
-        if (v !== undefined) out.set(i, v);
+      (s, e) => {
+        for (let i = s; i < e; i++) {
+          const v = m.get(rows[i]);
+          if (v !== undefined) out.set(i, v);
+        }
       },
       CALL_STEP_ROWS,
     );
@@ -349,7 +369,9 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   /** Offsets of the gathered rows' runs [offsets[row], offsets[row + 1]) of `from`. */
   function* offsetsOf(from: Uint32Array): Steps<Uint32Array> {
     const offsets = withRoom(Uint32Array, n + 1);
-    yield* each(n, (i) => (offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]]));
+    yield* slices(n, (s, e) => {
+      for (let i = s; i < e; i++) offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]];
+    });
     return offsets;
   }
   /**
@@ -378,7 +400,9 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
     const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as new (n: number) => Uint16Array | Uint32Array, n);
-    yield* each(n, (i) => (out[i] = codes[rows[i]]));
+    yield* slices(n, (s, e) => {
+      for (let i = s; i < e; i++) out[i] = codes[rows[i]];
+    });
     return out;
   }
   function* column(c: Column): Steps<Column> {
@@ -392,7 +416,9 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         if (c.styles !== null) {
           const from = c.styles;
           const into = (styles = withRoom(Uint16Array, n));
-          yield* each(n, (i) => (into[i] = from[rows[i]]));
+          yield* slices(n, (s, e) => {
+            for (let i = s; i < e; i++) into[i] = from[rows[i]];
+          });
         }
         return new TimestampColumn(yield* values(c.values), yield* bits(c.validity), styles, c.styleTable, yield* sparse(c.exceptions));
       }
@@ -410,7 +436,13 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         if (c instanceof ParentKeyColumn) {
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
           const parentRow = withRoom(Int32Array, n);
-          yield* each(n, (i) => (parentRow[i] = parent.map(c.parentRow[rows[i]])), CALL_STEP_ROWS);
+          yield* slices(
+            n,
+            (s, e) => {
+              for (let i = s; i < e; i++) parentRow[i] = parent.map(c.parentRow[rows[i]]);
+            },
+            CALL_STEP_ROWS,
+          );
           return new ParentKeyColumn(parentRow, parent.table.keyColumn, yield* sparse(c.unlinked));
         }
         const t = c as Utf8TextColumn;
