@@ -47,6 +47,9 @@ export class TextRows {
   private readonly previous: Backing<Int32Array>;
   /** Rows [0, covered) are in the index. */
   covered = 0;
+  /** The value looked up last and its newest row (-1: none), until a row is added. */
+  private lastValue: string | null = null;
+  private lastNewest = -1;
 
   /** An empty index of `column`, with room for `rows` rows. */
   constructor(column: Utf8TextColumn, rows: number) {
@@ -56,9 +59,16 @@ export class TextRows {
 
   /** The rows below `n` holding `value`, ascending. */
   rows(value: string, n: number): number[] {
-    const out: number[] = [];
+    // a query looks its value up twice (the planner's estimate, then the rows): the last one is kept
+    if (value !== this.lastValue) {
+      this.lastValue = value;
+      this.lastNewest = this.heads.findString(value);
+    }
+    const newest = this.lastNewest;
     const previous = this.previous.array;
-    for (let row = this.heads.findString(value); row >= 0; row = previous[row]) if (row < n) out.push(row);
+    if (newest < 0 || previous[newest] < 0) return newest >= 0 && newest < n ? [newest] : [];
+    const out: number[] = [];
+    for (let row = newest; row >= 0; row = previous[row]) if (row < n) out.push(row);
     return out.reverse();
   }
 
@@ -71,6 +81,7 @@ export class TextRows {
   add(column: Utf8TextColumn, to: number): void {
     const { bytes, offsets, validity } = column;
     this.heads.rebind(column);
+    this.lastValue = null;
     const previous = this.previous.room(this.covered, to);
     for (let row = this.covered; row < to; row++) {
       if (!getBit(validity, row)) continue;

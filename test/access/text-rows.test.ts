@@ -74,6 +74,25 @@ describe('rows of a text column by value', () => {
   });
 });
 
+describe('a value looked up again', () => {
+  it('is found in the rows added since it was last looked up', () => {
+    const values = ['a', 'b', 'a', 'c', 'b', 'a'];
+    const index = new TextRows(utf8Column(values.slice(0, 2)), 2);
+    index.add(utf8Column(values.slice(0, 2)), 2);
+    expect(index.rows('c', 2)).toEqual([]);
+    expect(index.rows('a', 2)).toEqual([0]);
+    expect(index.rows('a', 2)).toEqual([0]);
+    const all = utf8Column(values);
+    index.add(all, 4);
+    expect(index.rows('a', 4)).toEqual([0, 2]);
+    expect(index.rows('c', 4)).toEqual([3]);
+    index.add(all, 6);
+    expect(index.rows('c', 6)).toEqual([3]);
+    expect(index.rows('a', 6)).toEqual([0, 2, 5]);
+    expect(index.rows('a', 3)).toEqual([0, 2]);
+  });
+});
+
 describe('ByteIndex.replace', () => {
   it('points a value at another entry with the same bytes, and refuses an entry it does not hold', () => {
     const column = utf8Column(['x', 'y', 'x']);
