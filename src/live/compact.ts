@@ -25,7 +25,7 @@ import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/acce
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, newBitmap, popcount32, setBit, wordsFor } from '../util/bits.js';
-import { bytesWithRoom, withRoom } from '../store/append/growable.js';
+import { RoomArena, type ArrayMaker } from '../store/append/growable.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
@@ -93,10 +93,12 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
     });
     return out.subarray(0, n);
   }
+  // the compacted tables' arrays out of a few large buffers (RoomArena), sized by the live share of each table's bytes
+  const arena = new RoomArena(arenaBytes(store, access));
   const oldProperty = store.Property;
   const propertyAccess = access.of(oldProperty);
   const propertyRows = (rows.Property = yield* live(propertyAccess));
-  tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null);
+  tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null, arena);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
   yield* slices(propertyRows.length, (s, e) => {
@@ -110,16 +112,16 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   };
   for (const r of CHILD_RESOURCES) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), { table: tables.Property, map: parentMap });
+    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), { table: tables.Property, map: parentMap }, arena);
   }
   // the roster, and Lookup (whose rows never die: gathered as they are)
   for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) {
     const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), null);
+    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), null, arena);
   }
   // the EntityEvent log: the newest event of each record, in sequence order (DESIGN.md, "EntityEvent")
   rows.EntityEvent = yield* keptEventSteps(store.EntityEvent, tables, retention);
-  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, rows.EntityEvent, null);
+  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, rows.EntityEvent, null, arena);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];
@@ -320,9 +322,12 @@ function* slices(n: number, run: (s: number, e: number) => void, stepRows = GATH
 /**
  * The table of `rows` of `table`, in that order (column by column; shared arrays stay shared), as
  * steps: it yields after each column and every GATHER_STEP_ROWS keys indexed. Its arrays are made
- * with room (`withRoom`), which the first change's appender adopts instead of copying them.
+ * with room (`withRoom`), which the first change's appender adopts instead of copying them, out of
+ * `arena`'s buffers (each on its own by default).
  */
-export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null): Steps<Table> {
+export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null, arena = new RoomArena(0)): Steps<Table> {
+  const withRoom = <T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array>(make: ArrayMaker<T>, length: number): T =>
+    arena.withRoom(make, length);
   const n = rows.length;
   const f64 = new Map<Float64Array, Float64Array>();
   const bitmaps = new Map<Uint32Array, Uint32Array>();
@@ -399,7 +404,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     }
   }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
-    const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as new (n: number) => Uint16Array | Uint32Array, n);
+    const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, n);
     yield* slices(n, (s, e) => {
       for (let i = s; i < e; i++) out[i] = codes[rows[i]];
     });
@@ -428,7 +433,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         return new DictionaryColumn(yield* codesOf(c.codes), c.dictionary);
       case 'collection': {
         const offsets = yield* offsetsOf(c.offsets);
-        const codes = withRoom<Uint16Array | Uint32Array>(c.codes.constructor as new (n: number) => Uint16Array | Uint32Array, offsets[n]);
+        const codes = withRoom<Uint16Array | Uint32Array>(c.codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, offsets[n]);
         yield* runsOf(c.codes, c.offsets, codes, offsets);
         return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
       }
@@ -447,7 +452,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         }
         const t = c as Utf8TextColumn;
         const offsets = yield* offsetsOf(t.offsets);
-        const bytes = bytesWithRoom(offsets[n]);
+        const bytes = arena.bytesWithRoom(offsets[n]);
         yield* runsOf<Uint8Array>(t.bytes, t.offsets, bytes, offsets);
         return new Utf8TextColumn(bytes, offsets, yield* bits(t.validity));
       }
@@ -475,6 +480,25 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   }
   return new Table(table.resource, table.schema, all as Column[], index, n, table.clock);
 }
+
+/**
+ * The size of the buffers a compaction's arrays are carved from: the live share of every table's
+ * column bytes with their room, at least 16 MB and at most 1 GB a buffer (a buffer is one
+ * allocation, which V8 counts once).
+ */
+function arenaBytes(store: Store, access: StoreAccess): number {
+  let bytes = 0;
+  for (const r of RESOURCE_NAMES) {
+    const t = store.table(r);
+    if (t.rowCount === 0) continue;
+    const live = (t.rowCount - access.of(t).deadCount) / t.rowCount;
+    for (const c of t.columns) bytes += c.byteLength * live;
+  }
+  return Math.min(ARENA_MAX_BYTES, Math.max(ARENA_MIN_BYTES, Math.ceil(bytes * 1.125)));
+}
+
+const ARENA_MIN_BYTES = 16 << 20;
+const ARENA_MAX_BYTES = 1 << 30;
 
 /** Whether a generation carries enough dead and appended rows that compacting it pays. */
 export function worthCompacting(store: Store, access: StoreAccess, baseRows: Readonly<Record<ResourceName, number>>, fraction: number): boolean {

@@ -55,7 +55,7 @@ import { checkAccounts, checkProfiles } from '../store/load.js';
 import { Store, type LoadReport } from '../store/store.js';
 import { Table } from '../store/table.js';
 import { wordsFor } from '../util/bits.js';
-import { bufferOf, withRoom } from '../store/append/growable.js';
+import { bufferOf, withRoom, type ArrayMaker } from '../store/append/growable.js';
 import {
   readSnapshotFile,
   SnapshotError,
@@ -660,7 +660,7 @@ const ROOM_MIN_BYTES = 1 << 16;
 const withRoomIfLarge: SnapshotAllocator = (ctor, length) => {
   const roomy = ctor === Float64Array || ctor === Uint32Array || ctor === Uint16Array || ctor === Int32Array || ctor === Uint8Array;
   return roomy && length * ctor.BYTES_PER_ELEMENT >= ROOM_MIN_BYTES
-    ? withRoom(ctor as new (n: number) => Float64Array | Uint32Array | Uint16Array | Int32Array | Uint8Array, length)
+    ? withRoom(ctor as ArrayMaker<Float64Array | Uint32Array | Uint16Array | Int32Array | Uint8Array>, length)
     : new ctor(length);
 };
 

@@ -37,20 +37,74 @@ const ROOM = new WeakMap<object, ArrayBufferView>();
  * instead of copying, so the first change after a compaction (or a snapshot's load) copies
  * nothing. Older generations read only their own rows, so nothing they read is written.
  */
-export function withRoom<T extends Elements | Uint8Array>(make: new (n: number) => T, n: number): T {
-  const whole = new make(capacity(false, 0, n));
-  const view = whole.subarray(0, n) as T;
-  ROOM.set(view, whole);
-  return view;
+export function withRoom<T extends Elements | Uint8Array>(make: ArrayMaker<T>, n: number): T {
+  return SEPARATE.withRoom(make, n);
 }
 
 /** `withRoom` for text bytes (not zeroed: bytes past the view are written before they are read). */
 export function bytesWithRoom(n: number): Buffer {
-  const whole = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(false, 0, n)));
-  const view = whole.subarray(0, n);
-  ROOM.set(view, whole);
-  return view;
+  return SEPARATE.bytesWithRoom(n);
 }
+
+/** A typed array's constructor: of a length, or a view of a buffer. */
+export interface ArrayMaker<T> {
+  new (n: number): T;
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
+  readonly BYTES_PER_ELEMENT: number;
+}
+
+/**
+ * Arrays with room (as `withRoom` makes them) carved out of a few large buffers. V8 counts every new
+ * ArrayBuffer's bytes as memory outside its heap and starts a collection whenever 64 MB more of
+ * it has been made: a compaction that made each column's arrays on their own (about 600 MB at 100k
+ * listings, ten times that at 1M) paid a mark-compact for every 64 MB of them. A buffer lives as
+ * long as any array carved from it, so an arena is for arrays that live and die together (the
+ * tables of one compaction). An array larger than a quarter of a buffer is made on its own.
+ */
+export class RoomArena {
+  private buffer: ArrayBuffer | null = null;
+  private used = 0;
+
+  /** @param bufferBytes the size of each buffer (0: every array on its own, as `withRoom`). */
+  constructor(private readonly bufferBytes: number) {}
+
+  withRoom<T extends Elements | Uint8Array>(make: ArrayMaker<T>, n: number): T {
+    const whole = this.take(make, capacity(false, 0, n));
+    const view = whole.subarray(0, n) as T;
+    ROOM.set(view, whole);
+    return view;
+  }
+
+  /** `withRoom` for text bytes (zeroed when carved, not when made on their own). */
+  bytesWithRoom(n: number): Buffer {
+    const size = Math.min(MAX_BYTES, capacity(false, 0, n));
+    const carved = this.carve(Uint8Array, size);
+    const whole = carved === null ? Buffer.allocUnsafeSlow(size) : Buffer.from(carved.buffer, carved.byteOffset, size);
+    const view = whole.subarray(0, n);
+    ROOM.set(view, whole);
+    return view;
+  }
+
+  private take<T>(make: ArrayMaker<T>, length: number): T {
+    return this.carve(make, length) ?? new make(length);
+  }
+
+  /** `length` elements from the current buffer (a new one when it is full), or null for an array to make on its own. */
+  private carve<T>(make: ArrayMaker<T>, length: number): T | null {
+    const bytes = length * make.BYTES_PER_ELEMENT;
+    if (bytes * 4 > this.bufferBytes) return null;
+    let at = (this.used + 7) & ~7;
+    if (this.buffer === null || at + bytes > this.buffer.byteLength) {
+      this.buffer = new ArrayBuffer(this.bufferBytes);
+      at = 0;
+    }
+    this.used = at + bytes;
+    return new make(this.buffer, at, length);
+  }
+}
+
+/** Each array on its own. */
+const SEPARATE = new RoomArena(0);
 
 /** A Buffer over the bytes of `bytes` that takes over the room `withRoom` gave them (a snapshot's text bytes). */
 export function bufferOf(bytes: Uint8Array): Buffer {
