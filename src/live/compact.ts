@@ -326,15 +326,13 @@ function* slices(n: number, run: (s: number, e: number) => void, stepRows = GATH
  * `arena`'s buffers (each on its own by default).
  */
 export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: ParentLinkMap | null, arena = new RoomArena(0)): Steps<Table> {
-  const withRoom = <T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array>(make: ArrayMaker<T>, length: number): T =>
-    arena.withRoom(make, length);
   const n = rows.length;
   const f64 = new Map<Float64Array, Float64Array>();
   const bitmaps = new Map<Uint32Array, Uint32Array>();
   function* values(a: Float64Array): Steps<Float64Array> {
     let out = f64.get(a);
     if (!out) {
-      const into = (out = withRoom(Float64Array, n));
+      const into = (out = arena.withRoom(Float64Array, n));
       yield* slices(n, (s, e) => {
         for (let i = s; i < e; i++) into[i] = a[rows[i]];
       });
@@ -345,7 +343,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   function* bits(a: Uint32Array): Steps<Uint32Array> {
     let out = bitmaps.get(a);
     if (!out) {
-      const into = (out = withRoom(Uint32Array, wordsFor(n)));
+      const into = (out = arena.withRoom(Uint32Array, wordsFor(n)));
       yield* slices(n, (s, e) => {
         for (let i = s; i < e; i++) {
           if (getBit(a, rows[i])) setBit(into, i);
@@ -373,7 +371,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
   }
   /** Offsets of the gathered rows' runs [offsets[row], offsets[row + 1]) of `from`. */
   function* offsetsOf(from: Uint32Array): Steps<Uint32Array> {
-    const offsets = withRoom(Uint32Array, n + 1);
+    const offsets = arena.withRoom(Uint32Array, n + 1);
     yield* slices(n, (s, e) => {
       for (let i = s; i < e; i++) offsets[i + 1] = offsets[i] + from[rows[i] + 1] - from[rows[i]];
     });
@@ -404,7 +402,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
     }
   }
   function* codesOf(codes: Uint16Array | Uint32Array): Steps<Uint16Array | Uint32Array> {
-    const out = withRoom<Uint16Array | Uint32Array>(codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, n);
+    const out = arena.withRoom<Uint16Array | Uint32Array>(codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, n);
     yield* slices(n, (s, e) => {
       for (let i = s; i < e; i++) out[i] = codes[rows[i]];
     });
@@ -420,7 +418,7 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         let styles: Uint16Array | null = null;
         if (c.styles !== null) {
           const from = c.styles;
-          const into = (styles = withRoom(Uint16Array, n));
+          const into = (styles = arena.withRoom(Uint16Array, n));
           yield* slices(n, (s, e) => {
             for (let i = s; i < e; i++) into[i] = from[rows[i]];
           });
@@ -433,14 +431,14 @@ export function* gatherTableSteps(table: Table, rows: Uint32Array, parent: Paren
         return new DictionaryColumn(yield* codesOf(c.codes), c.dictionary);
       case 'collection': {
         const offsets = yield* offsetsOf(c.offsets);
-        const codes = withRoom<Uint16Array | Uint32Array>(c.codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, offsets[n]);
+        const codes = arena.withRoom<Uint16Array | Uint32Array>(c.codes.constructor as ArrayMaker<Uint16Array | Uint32Array>, offsets[n]);
         yield* runsOf(c.codes, c.offsets, codes, offsets);
         return new CollectionColumn(offsets, codes, c.dictionary, yield* bits(c.validity));
       }
       case 'text': {
         if (c instanceof ParentKeyColumn) {
           if (parent === null) throw new Error(`${table.resource}: a parent link without the compacted Property table`);
-          const parentRow = withRoom(Int32Array, n);
+          const parentRow = arena.withRoom(Int32Array, n);
           yield* slices(
             n,
             (s, e) => {
