@@ -389,14 +389,13 @@ export class ChangeWriter {
       let sequence = nextSequence(tables.EntityEvent);
       const writtenAt = this.clock();
       for (let at = 0; at < events.length; at += CHUNK_RECORDS) {
-        const reader = new BatchReader('EntityEvent', { now: this.clock });
+        const reader = await runYielding(BatchReader.steps('EntityEvent', { now: this.clock }), pacer);
         const end = Math.min(events.length, at + CHUNK_RECORDS);
         for (let i = at; i < end; i++) {
           reader.add(eventRecord(sequence++, events[i], writtenAt), i - at + 1);
           if (pacer.due()) await pacer.turn();
         }
-        const batch = reader.finish();
-        await pacer.check();
+        const batch = await runYielding(reader.finishSteps(), pacer);
         tables.EntityEvent = await runYielding(appenders.EntityEvent.appendSteps(batch), pacer);
         await pacer.check();
       }
