@@ -19,9 +19,8 @@ import type { Steps } from '../util/steps.js';
 
 /**
  * Rows added between two check points: each hashes a value and probes the index at random, about
- * 1 µs a row in a change (code run a few hundred
- * times per change is not optimized, and the probes miss the cache); at 256 a change's rows were
- * one step of 0.07-0.15 ms at 100k.
+ * 1 µs a row in a change (code run a few hundred times per change is not optimized, and the probes
+ * miss the cache); at 256 a change's rows were one step of 0.07-0.15 ms at 100k.
  */
 const ADD_STEP_ROWS = 32;
 

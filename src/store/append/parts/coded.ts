@@ -36,7 +36,12 @@ export class Codes {
     const map = yield* this.mapSteps();
     if (this.added !== null) return;
     let fresh = false;
-    for (const v of values) if (typeof v === 'string' && !map.has(v)) fresh = true;
+    for (const v of values) {
+      if (typeof v === 'string' && !map.has(v)) {
+        fresh = true;
+        break;
+      }
+    }
     if (!fresh) return;
     const { entries } = this;
     const copy: Array<string | null> = [];
