@@ -172,7 +172,7 @@ export interface PointInput {
 }
 
 /** A tree built over a PointInput's coordinates: kdbush's buffer and cos(latitude) per tree position. */
-export interface BuiltTree {
+interface BuiltTree {
   readonly tree: ArrayBuffer;
   readonly cosAt: Float64Array;
 }
@@ -199,7 +199,7 @@ export function* pointInputSteps(lon: Float64Array, lat: Float64Array, has: (row
 }
 
 /** kdbush's tree over the points (lon, lat interleaved), item i the i-th point, and the cosines of their latitudes in tree order. */
-export function buildTree(coords: Float64Array): BuiltTree {
+function buildTree(coords: Float64Array): BuiltTree {
   const n = coords.length >>> 1;
   const tree = new KDBush(Math.max(1, n));
   for (let i = 0; i < n; i++) tree.add(coords[2 * i], coords[2 * i + 1]);
@@ -235,8 +235,9 @@ export class PointIndex {
     this.cosAt = state.cosAt;
   }
 
-  /** The state of an index over `input`, its tree built now (or given, built elsewhere from the same input). */
-  static stateOf(input: PointInput, built: BuiltTree = buildTree(input.coords)): PointIndexState {
+  /** The state of an index over `input`, its tree built now. */
+  static stateOf(input: PointInput): PointIndexState {
+    const built = buildTree(input.coords);
     return { tree: built.tree, rowOf: input.rowOf, cosAt: built.cosAt };
   }
 

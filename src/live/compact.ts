@@ -7,15 +7,15 @@
  * Location/RawLocation coordinates and Latitude/Longitude, DaysOnMarket and its reference
  * timestamps) stay shared.
  *
- * The work is a generator of steps (one table, one child grouping, a slice of a search field's
- * postings, the points of a KD-tree gathered), so the engine can run it between queries and yield
- * in between. The KD-trees, which kdbush builds in one go (about 20 ms each at 100k listings, 200
- * ms at 1M), are built after the steps: on a worker thread when the engine compacts while serving
- * (`withTreesOn` a TreeThread), at once (`withTreesNow`) when it compacts for a snapshot or the
- * table has few points.
+ * The work is a generator of steps (a slice of a table's column, one child grouping, a slice of a
+ * search field's postings, the points of a KD-tree gathered). While the engine serves, it runs
+ * whole on a worker thread from COMPACT_THREAD_MIN_ROWS listings (compact-thread.ts: the live rows
+ * of each table are found here first, `compactInputSteps`, and the rest there,
+ * `compactTablesSteps`), else between queries here, yielding in between; the KD-trees, which
+ * kdbush builds in one go, are built after the steps (`withTreesNow`). A compaction for a snapshot
+ * runs at once (`compactNow`).
  */
-import { PointIndex, pointInputSteps, type PointIndexState, type PointInput } from '../geo/point-index.js';
-import type { TreeThread } from '../geo/tree-worker.js';
+import { PointIndex, pointInputSteps, type PointInput } from '../geo/point-index.js';
 import { POINT_FIELDS, type PointField } from '../access/access.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
@@ -25,7 +25,7 @@ import { TableAccess, type StoreIndexes, type StoreAccess } from '../access/acce
 import { CATALOG, ENTITY_EVENT_TIME } from '../schema/catalog.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, ROSTER_RESOURCES, isResourceName, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { getBit, newBitmap, popcount32, setBit, wordsFor } from '../util/bits.js';
-import { RoomArena, type ArrayMaker } from '../store/append/growable.js';
+import { RoomArena, sharedArray, type ArrayMaker } from '../store/append/growable.js';
 import { ByteIndex } from '../store/byte-index.js';
 import { hashBytes } from '../store/bytes.js';
 import { buildChildIndexSteps, type ChildIndex } from '../store/children.js';
@@ -64,12 +64,39 @@ export interface CompactedParts {
   readonly points: Readonly<Record<PointField, PointInput>>;
 }
 
-/**
- * Listings from which a compaction builds its KD-trees on a worker thread (`TreeThread`, started
- * with the compaction): below, a tree takes under about 3 ms to build here, less than the thread
- * costs to start.
- */
-export const TREE_THREAD_MIN_ROWS = 16_384;
+/** Rows a compaction keeps of each table but the EntityEvent log: the live rows, in key order. */
+export type LiveRows = Readonly<Record<Exclude<ResourceName, 'EntityEvent'>, Uint32Array>>;
+
+/** The room made for a compacted search field's index (from the generation compacted). */
+export interface SearchRoom {
+  /** (term, row) pairs per listing. */
+  readonly pairsPerRow: number;
+  readonly terms: number;
+  /** UTF-8 bytes of the terms. */
+  readonly bytes: number;
+}
+
+/** What a compaction reads of a generation: its tables, what it keeps of them, and the room to make. */
+export interface CompactInput {
+  /** Every table of the generation (on a worker thread, without their key indexes: `newestOfDead` stands in). */
+  readonly tables: Readonly<Record<ResourceName, Table>>;
+  readonly live: LiveRows;
+  /** Per Property row: of a dead row, the newest row with its key (-1 when none); -1 for a live row. */
+  readonly newestOfDead: Int32Array;
+  readonly room: Readonly<Record<SearchFieldName, SearchRoom>>;
+  /** The size of the buffers the compacted tables' arrays are carved from (`RoomArena`). */
+  readonly arenaBytes: number;
+  readonly retention: LogRetention;
+}
+
+/** What a compaction makes but the Store around its tables and the KD-trees. */
+export interface CompactedTables {
+  readonly tables: Readonly<Record<ResourceName, Table>>;
+  readonly children: Readonly<Record<ChildResourceName, ChildIndex>>;
+  readonly search: Record<SearchFieldName, FieldIndex>;
+  readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
+  readonly points: Readonly<Record<PointField, PointInput>>;
+}
 
 /**
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
@@ -77,12 +104,23 @@ export const TREE_THREAD_MIN_ROWS = 16_384;
  * but for the KD-trees (`withTreesNow`, `withTreesOn`).
  */
 export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedParts> {
-  const tables = {} as Record<ResourceName, Table>;
-  const rows = {} as Record<ResourceName, Uint32Array>;
-  // Property first: children link to its new rows.
-  function* live(t: TableAccess): Steps<Uint32Array> {
+  return partsOf(store, yield* compactTablesSteps(yield* compactInputSteps(store, access, retention)));
+}
+
+/** The compacted tables of `store` in a Store (with its load report, configuration and clock). */
+export function partsOf(store: Store, t: CompactedTables): CompactedParts {
+  return { store: new Store(t.tables, t.children, store.report, store.accounts, store.profiles, store.now), search: t.search, rows: t.rows, points: t.points };
+}
+
+/** What a compaction of `store` reads (the live rows of each table found in steps), for `compactTablesSteps` here or on a worker thread. */
+export function* compactInputSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactInput> {
+  const tables = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, store.table(r)])) as Record<ResourceName, Table>;
+  const live = {} as Record<Exclude<ResourceName, 'EntityEvent'>, Uint32Array>;
+  for (const r of RESOURCE_NAMES) {
+    if (r === 'EntityEvent') continue;
+    const t = access.of(tables[r]);
     const order = yield* t.keyOrderSteps();
-    const out = new Uint32Array(order.length);
+    const out = sharedArray(Uint32Array, order.length); // read where it is by a compaction's worker thread
     let n = 0;
     const c = order.cursor();
     yield* slices(order.length, (s, e) => {
@@ -91,13 +129,46 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
         if (!t.isDead(row)) out[n++] = row;
       }
     });
-    return out.subarray(0, n);
+    live[r] = out.subarray(0, n);
   }
+  // the newest version of each replaced listing, which its children's links go to
+  const property = access.of(tables.Property);
+  const keys = tables.Property.keyColumn;
+  const newestOfDead = sharedArray(Int32Array, tables.Property.rowCount).fill(-1);
+  yield* slices(
+    newestOfDead.length,
+    (s, e) => {
+      for (let row = s; row < e; row++) {
+        if (property.isDead(row)) newestOfDead[row] = tables.Property.rowOfKeyBytes(keys.bytes, keys.offsets[row], keys.offsets[row + 1]);
+      }
+    },
+    CALL_STEP_ROWS,
+  );
+  const room = {} as Record<SearchFieldName, SearchRoom>;
+  for (const f of SEARCH_FIELDS) {
+    // room for the pairs from the base index's pairs per row, and for the terms from its terms plus
+    // those the changes since added (nothing is copied to grow, nor rehashed, in one of the steps)
+    const was = access.base.search[f];
+    const terms = Math.ceil(access.search[f].termCount * PAIR_ROOM);
+    room[f] = {
+      pairsPerRow: (was.rows.length / Math.max(1, was.rowCount)) * PAIR_ROOM,
+      terms,
+      bytes: Math.ceil((was.terms.bytes.length / Math.max(1, was.terms.size)) * terms) + 64,
+    };
+  }
+  return { tables, live, newestOfDead, room, arenaBytes: arenaBytes(store, access), retention };
+}
+
+/** The steps of a compaction over what `compactInputSteps` found: everything but the KD-trees, which are built over the points returned. */
+export function* compactTablesSteps(input: CompactInput): Steps<CompactedTables> {
+  const old = input.tables;
+  const tables = {} as Record<ResourceName, Table>;
+  const rows = { ...input.live } as Record<ResourceName, Uint32Array>;
   // the compacted tables' arrays out of a few large buffers (RoomArena), sized by the live share of each table's bytes
-  const arena = new RoomArena(arenaBytes(store, access));
-  const oldProperty = store.Property;
-  const propertyAccess = access.of(oldProperty);
-  const propertyRows = (rows.Property = yield* live(propertyAccess));
+  const arena = new RoomArena(input.arenaBytes);
+  // Property first: children link to its new rows.
+  const oldProperty = old.Property;
+  const propertyRows = rows.Property;
   tables.Property = yield* gatherTableSteps(oldProperty, propertyRows, null, arena);
   // Old Property row -> new row; a link to a replaced version goes to the live version's new row.
   const newRowOf = new Int32Array(oldProperty.rowCount).fill(-1);
@@ -107,76 +178,42 @@ export function* compactSteps(store: Store, access: StoreAccess, retention: LogR
   const parentMap = (p: number): number => {
     if (p < 0) return -1;
     if (newRowOf[p] >= 0) return newRowOf[p];
-    const now = oldProperty.rowOfKey(oldProperty.keyOf(p));
+    const now = input.newestOfDead[p];
     return now >= 0 ? newRowOf[now] : -1;
   };
-  for (const r of CHILD_RESOURCES) {
-    const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), { table: tables.Property, map: parentMap }, arena);
-  }
+  for (const r of CHILD_RESOURCES) tables[r] = yield* gatherTableSteps(old[r], rows[r], { table: tables.Property, map: parentMap }, arena);
   // the roster, and Lookup (whose rows never die: gathered as they are)
-  for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) {
-    const t = store.table(r);
-    tables[r] = yield* gatherTableSteps(t, (rows[r] = yield* live(access.of(t))), null, arena);
-  }
+  for (const r of [...ROSTER_RESOURCES, 'Lookup'] as const) tables[r] = yield* gatherTableSteps(old[r], rows[r], null, arena);
   // the EntityEvent log: the newest event of each record, in sequence order (DESIGN.md, "EntityEvent")
-  rows.EntityEvent = yield* keptEventSteps(store.EntityEvent, tables, retention);
-  tables.EntityEvent = yield* gatherTableSteps(store.EntityEvent, rows.EntityEvent, null, arena);
+  rows.EntityEvent = yield* keptEventSteps(old.EntityEvent, tables, input.retention);
+  tables.EntityEvent = yield* gatherTableSteps(old.EntityEvent, rows.EntityEvent, null, arena);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) {
     const def = CATALOG[r];
     children[r] = yield* buildChildIndexSteps(tables[r], tables.Property.rowCount, def.parent!.field, def.childOrder);
   }
-  const compacted = new Store(tables, children, store.report, store.accounts, store.profiles, store.now);
-  const p = compacted.Property;
+  const p = tables.Property;
   const search = {} as Record<SearchFieldName, FieldIndex>;
   for (const f of SEARCH_FIELDS) {
-    // room for the pairs from the base index's pairs per row, and for the terms from its terms plus
-    // those the changes since added (nothing is copied to grow, nor rehashed, in one of the steps)
-    const was = access.base.search[f];
-    const view = access.search[f];
-    const terms = Math.ceil(view.termCount * PAIR_ROOM);
-    const termBytes = Math.ceil((was.terms.bytes.length / Math.max(1, was.terms.size)) * terms) + 64;
-    search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil((was.rows.length / Math.max(1, was.rowCount)) * p.rowCount * PAIR_ROOM), {
-      terms,
-      bytes: termBytes,
-    });
+    const room = input.room[f];
+    search[f] = yield* searchIndexOfTableSteps(p, f, Math.ceil(room.pairsPerRow * p.rowCount), { terms: room.terms, bytes: room.bytes });
   }
   const points = {} as Record<PointField, PointInput>;
   for (const f of POINT_FIELDS) {
     const c = p.columnOf(f, 'point')!;
     points[f] = yield* pointInputSteps(c.lon, c.lat, (row) => getBit(c.validity, row));
   }
-  return { store: compacted, search, rows, points };
+  return { tables, children, search, rows, points };
 }
 
 /** The compaction's result, its KD-trees built now. */
 export function withTreesNow(parts: CompactedParts): CompactedFrom {
   const points = {} as Record<PointField, PointIndex>;
-  for (const f of POINT_FIELDS) points[f] = pointIndexOf(parts, f, PointIndex.stateOf(parts.points[f]));
-  return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
-}
-
-/**
- * The compaction's result, its KD-trees built on `thread` one after the other while the event loop
- * goes on (each field's points are handed over: their coordinates are not read again here, and
- * each tree comes back as buffers handed over). A tree the thread could not build is built now.
- */
-export async function withTreesOn(thread: TreeThread, parts: CompactedParts): Promise<CompactedFrom> {
-  const points = {} as Record<PointField, PointIndex>;
   for (const f of POINT_FIELDS) {
-    const input = parts.points[f];
-    const built = await thread.build(input.coords);
-    // without a tree from the thread, the points (handed over to it) are gathered again from the column
-    points[f] = pointIndexOf(parts, f, built === null ? null : PointIndex.stateOf(input, built));
+    const c = parts.store.Property.columnOf(f, 'point')!;
+    points[f] = new PointIndex(c.lon, c.lat, PointIndex.stateOf(parts.points[f]));
   }
   return { store: parts.store, indexes: { search: parts.search, points }, rows: parts.rows };
-}
-
-/** The compacted table's index of a point field over `state`, or built now from the column (null). */
-function pointIndexOf(parts: CompactedParts, field: PointField, state: PointIndexState | null): PointIndex {
-  const c = parts.store.Property.columnOf(field, 'point')!;
-  return new PointIndex(c.lon, c.lat, state ?? ((row) => getBit(c.validity, row)));
 }
 
 /**

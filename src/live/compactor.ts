@@ -9,21 +9,21 @@ import { StoreAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { runYielding } from '../util/steps.js';
-import { TreeThread } from '../geo/tree-worker.js';
 import type { ChangeWriter } from './change.js';
 import {
   carriedAccessSteps,
+  compactInputSteps,
   compactNow,
-  compactSteps,
+  compactTablesSteps,
+  partsOf,
   EVENT_RETENTION_MS,
-  TREE_THREAD_MIN_ROWS,
   withTreesNow,
-  withTreesOn,
   worthCompacting,
   type Compacted,
   type CompactedFrom,
   type LogRetention,
 } from './compact.js';
+import { COMPACT_THREAD_MIN_ROWS, compactOnThread } from './compact-thread.js';
 import type { Generations } from './generations.js';
 
 /** Default EngineOpenOptions.compactFraction. */
@@ -45,6 +45,8 @@ export class Compactor {
     private readonly fraction: number | false = COMPACT_FRACTION,
     /** The EntityEvent log's retention (EVENT_RETENTION_MS) and the engine's clock. */
     private readonly log: { readonly retentionMs: number; readonly clock: () => number } = { retentionMs: EVENT_RETENTION_MS, clock: () => Date.now() },
+    /** Listings from which a compaction runs on a worker thread. */
+    private readonly threadMinRows = COMPACT_THREAD_MIN_ROWS,
   ) {
     this.setBase(generations.current);
   }
@@ -75,15 +77,17 @@ export class Compactor {
     });
   }
 
-  /** The compaction of `gen`, in steps between queries; its KD-trees on a worker thread started first, so that its start-up overlaps the steps. */
+  /**
+   * The compaction of `gen`: on a worker thread (compact-thread.ts) from COMPACT_THREAD_MIN_ROWS
+   * listings, in steps between queries below that or when no thread could do it.
+   */
   private async compacted(gen: Generation): Promise<CompactedFrom> {
-    const trees = gen.store.Property.rowCount >= TREE_THREAD_MIN_ROWS ? new TreeThread() : null;
-    try {
-      const parts = await runYielding(compactSteps(gen.store, gen.access, this.retention()));
-      return trees === null ? withTreesNow(parts) : await withTreesOn(trees, parts);
-    } finally {
-      trees?.close();
+    const input = await runYielding(compactInputSteps(gen.store, gen.access, this.retention()));
+    if (gen.store.Property.rowCount >= this.threadMinRows) {
+      const done = await compactOnThread(gen.store, input);
+      if (done !== null) return done;
     }
+    return withTreesNow(partsOf(gen.store, await runYielding(compactTablesSteps(input))));
   }
 
   /** After a change: starts a compaction when the newest generation carries enough dead and appended rows. */

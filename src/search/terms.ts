@@ -8,7 +8,7 @@
  *
  * Term id t is the t-th term: its bytes are bytes[offsets[t], offsets[t + 1]).
  */
-import { ByteIndex } from '../store/byte-index.js';
+import { ByteIndex, type ByteIndexState } from '../store/byte-index.js';
 import { decodeUtf8, hashBytes, writeUtf8 } from '../store/bytes.js';
 
 export class TermDictionary {
@@ -24,6 +24,16 @@ export class TermDictionary {
   /** Terms in the dictionary. */
   get size(): number {
     return this.offsets.length - 1;
+  }
+
+  /** The hash index's slots (`fromState` adopts them: a compaction's dictionary come from a worker thread). */
+  get indexState(): ByteIndexState {
+    return this.index.state;
+  }
+
+  /** The dictionary over `bytes` and `offsets` with the index of `indexState` (made over the same terms). */
+  static fromState(bytes: Buffer, offsets: Uint32Array, state: ByteIndexState): TermDictionary {
+    return new TermDictionary(bytes, offsets, ByteIndex.fromState({ bytes, offsets }, state));
   }
 
   /** The id of a term, or -1 when it is not one. */

@@ -5,7 +5,15 @@
  * string-keyed Map is built per row and no limit of Map sizes applies (a Map holds at most 2^24
  * entries; the Media key index of a 1M-listing data set needs 18M).
  */
+import { sharedArray } from './append/growable.js';
 import { bytesEqual, encodeUtf8Into, hashBytes } from './bytes.js';
+
+/** Slot tables of at least this many bytes are views of a SharedArrayBuffer (a table's key index, which a compaction's worker thread reads: growable.ts). */
+const SHARED_MIN_BYTES = 1 << 16;
+
+function slotTable(length: number): Int32Array {
+  return length * 4 >= SHARED_MIN_BYTES ? sharedArray(Int32Array, length) : new Int32Array(length);
+}
 
 export interface ByteStore {
   readonly bytes: Buffer;
@@ -34,7 +42,7 @@ export class ByteIndex {
   ) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
-    this.table = new Int32Array(cap * 2);
+    this.table = slotTable(cap * 2);
     this.mask = cap - 1;
   }
 
@@ -177,7 +185,7 @@ export class ByteIndex {
 
   private rehash(capacity: number): void {
     const old = this.table;
-    this.table = new Int32Array(capacity * 2);
+    this.table = slotTable(capacity * 2);
     this.mask = capacity - 1;
     for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.place(old[i] - 1, old[i + 1]);
   }

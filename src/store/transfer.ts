@@ -1,11 +1,27 @@
 /**
- * Moves a frozen table segment between threads: its typed arrays are transferred (not copied)
- * and the column objects rebuilt on the other side. Used by the parallel loader (load-worker.ts).
+ * Moves a table between threads: its typed arrays go over (transferred when the sender is done
+ * with them, shared when they are views of a SharedArrayBuffer, else copied) and the column
+ * objects are rebuilt on the other side. Used by the parallel loader (load-worker.ts: frozen
+ * segments, transferred) and by compaction on a worker thread (live/compact-thread.ts: a
+ * generation's tables there, the compacted tables back, with the room after their arrays).
  */
 import { TableSchema } from '../schema/table-schema.js';
 import type { FieldDef, ResourceName } from '../schema/types.js';
 import { ByteIndex, type ByteIndexState } from './byte-index.js';
-import { BooleanColumn, CollectionColumn, DateColumn, DictionaryColumn, NumberColumn, TimestampColumn, Utf8TextColumn, type Column } from './columns.js';
+import { bufferOf, giveRoom, wholeOf } from './append/growable.js';
+import {
+  BooleanColumn,
+  CollectionColumn,
+  DateColumn,
+  DaysOnMarketColumn,
+  DictionaryColumn,
+  NumberColumn,
+  ParentKeyColumn,
+  PointColumn,
+  TimestampColumn,
+  Utf8TextColumn,
+  type Column,
+} from './columns.js';
 import { Table } from './table.js';
 
 export type PackedColumn =
@@ -27,7 +43,10 @@ export type PackedColumn =
       readonly codes: Uint16Array | Uint32Array;
       readonly dictionary: readonly string[];
       readonly validity: Uint32Array;
-    };
+    }
+  | { readonly kind: 'parentKey'; readonly parentRow: Int32Array; readonly unlinked: Array<[number, string]> | null }
+  | { readonly kind: 'point'; readonly lat: Float64Array; readonly lon: Float64Array; readonly validity: Uint32Array }
+  | { readonly kind: 'daysOnMarket'; readonly reference: Float64Array; readonly validity: Uint32Array };
 
 export interface PackedTable {
   readonly resource: ResourceName;
@@ -36,7 +55,10 @@ export interface PackedTable {
   readonly local: readonly FieldDef[];
   readonly columns: readonly PackedColumn[];
   readonly rowCount: number;
-  readonly keyIndex: ByteIndexState;
+  /** Null: left behind (`packTable(t, false)`); the table on the other side cannot look keys up. */
+  readonly keyIndex: ByteIndexState | null;
+  /** Arrays made with room (`withRoom`) and the whole arrays behind them, for the receiver's appender. */
+  readonly room: ReadonlyArray<readonly [ArrayBufferView, ArrayBufferView]>;
 }
 
 function packColumn(c: Column): PackedColumn {
@@ -59,13 +81,18 @@ function packColumn(c: Column): PackedColumn {
       return { kind: 'dictionary', codes: c.codes, dictionary: c.dictionary };
     case 'collection':
       return { kind: 'collection', offsets: c.offsets, codes: c.codes, dictionary: c.dictionary, validity: c.validity };
+    case 'point':
+      return { kind: 'point', lat: c.lat, lon: c.lon, validity: c.validity };
+    case 'daysOnMarket':
+      return { kind: 'daysOnMarket', reference: c.reference, validity: c.validity };
     case 'text':
       if (c instanceof Utf8TextColumn) return { kind: 'text', bytes: c.bytes, offsets: c.offsets, validity: c.validity };
+      if (c instanceof ParentKeyColumn) return { kind: 'parentKey', parentRow: c.parentRow, unlinked: c.unlinked === null ? null : [...c.unlinked] };
   }
   throw new Error(`a ${c.kind} column cannot move between threads`);
 }
 
-function unpackColumn(p: PackedColumn): Column {
+function unpackColumn(p: PackedColumn, parent: Table | null): Column {
   switch (p.kind) {
     case 'number':
       return new NumberColumn(p.values, p.validity);
@@ -80,20 +107,34 @@ function unpackColumn(p: PackedColumn): Column {
     case 'collection':
       return new CollectionColumn(p.offsets, p.codes, p.dictionary, p.validity);
     case 'text':
-      return new Utf8TextColumn(Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength), p.offsets, p.validity);
+      return new Utf8TextColumn(bufferOf(p.bytes), p.offsets, p.validity);
+    case 'parentKey':
+      if (parent === null) throw new Error('a parent link without its parent table');
+      return new ParentKeyColumn(p.parentRow, parent.keyColumn, p.unlinked === null ? null : new Map(p.unlinked));
+    case 'point':
+      return new PointColumn(p.lat, p.lon, p.validity);
+    case 'daysOnMarket':
+      return new DaysOnMarketColumn(p.reference, p.validity);
   }
 }
 
-/** The message for postMessage and the buffers to transfer with it. */
-export function packTable(t: Table): { packed: PackedTable; transfer: ArrayBuffer[] } {
+/**
+ * The message for postMessage and the buffers to transfer with it. Without `keyIndex` the key
+ * index stays behind (a generation's index over appended rows is made plain only by a pass over
+ * every row: 1.5 s at 100k listings with Media).
+ */
+export function packTable(t: Table, keyIndex = true): { packed: PackedTable; transfer: ArrayBuffer[] } {
   const columns = t.columns.map(packColumn);
   const buffers = new Set<ArrayBuffer>();
-  const add = (a: ArrayBufferView | null): void => {
-    if (a !== null && a.buffer instanceof ArrayBuffer) buffers.add(a.buffer);
+  const room: Array<readonly [ArrayBufferView, ArrayBufferView]> = [];
+  const add = (a: ArrayBufferView): void => {
+    const whole = wholeOf(a);
+    if (whole !== a) room.push([a, whole]);
+    if (whole.buffer instanceof ArrayBuffer) buffers.add(whole.buffer);
   };
   for (const c of columns) for (const v of Object.values(c)) if (ArrayBuffer.isView(v)) add(v);
-  const keyIndex = t.keyIndex.state;
-  add(keyIndex.table);
+  const index = keyIndex ? t.keyIndex.state : null;
+  if (index !== null) add(index.table);
   const packed: PackedTable = {
     resource: t.resource,
     key: t.schema.key,
@@ -101,16 +142,44 @@ export function packTable(t: Table): { packed: PackedTable; transfer: ArrayBuffe
     local: t.schema.fields.filter((f) => f.origin === 'local'),
     columns,
     rowCount: t.rowCount,
-    keyIndex,
+    keyIndex: index,
+    room,
   };
   return { packed, transfer: [...buffers] };
 }
 
-export function unpackTable(p: PackedTable, clock: () => number): Table {
+/** The table `packTable` packed (`parent`: the Property table its parent links point into, for a child table). */
+export function unpackTable(p: PackedTable, clock: () => number, parent: Table | null = null): Table {
   const freeze = (f: FieldDef): FieldDef => Object.freeze({ ...f, searchFields: Object.freeze([...f.searchFields]) });
   const schema = new TableSchema(p.resource, p.key, p.declared.map(freeze), p.local.map(freeze));
-  const columns = p.columns.map(unpackColumn);
+  for (const [view, whole] of p.room) giveRoom(view, whole);
+  const columns = p.columns.map((c) => unpackColumn(c, parent));
   const key = columns[schema.indexOf(p.key)];
   if (!(key instanceof Utf8TextColumn)) throw new Error('key column must be text');
-  return new Table(p.resource, schema, columns, ByteIndex.fromState(key, p.keyIndex), p.rowCount, clock);
+  return new Table(
+    p.resource,
+    schema,
+    columns,
+    p.keyIndex === null ? new KeysLeftBehind(key, p.resource) : ByteIndex.fromState(key, p.keyIndex),
+    p.rowCount,
+    clock,
+  );
+}
+
+/** The key index of a table packed without it: any look-up is a defect, said as such. */
+class KeysLeftBehind extends ByteIndex {
+  constructor(
+    keys: Utf8TextColumn,
+    private readonly resource: string,
+  ) {
+    super(keys, 0);
+  }
+
+  override find(): never {
+    throw new Error(`${this.resource}: the table came over without its key index`);
+  }
+
+  override get state(): never {
+    return this.find();
+  }
 }

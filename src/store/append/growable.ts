@@ -6,6 +6,10 @@
  * before the first write, unless it was made with room for the appender (`withRoom`: a
  * compaction's columns, an engine snapshot's large arrays), which the first backing over it
  * adopts.
+ *
+ * Every array made here is a view of a SharedArrayBuffer (`sharedArray`, `sharedBytes`), so that a
+ * compaction on a worker thread (src/live/compact-thread.ts) reads a generation's columns where
+ * they are instead of a copy of them; the worker's arrays come back the same way.
  */
 import { QueryError } from '../../errors.js';
 import { clearBit, getBit, setBit, wordsFor } from '../../util/bits.js';
@@ -49,7 +53,7 @@ export function bytesWithRoom(n: number): Buffer {
 /** A typed array's constructor: of a length, or a view of a buffer. */
 export interface ArrayMaker<T> {
   new (n: number): T;
-  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): T;
   readonly BYTES_PER_ELEMENT: number;
 }
 
@@ -62,7 +66,7 @@ export interface ArrayMaker<T> {
  * tables of one compaction). An array larger than a quarter of a buffer is made on its own.
  */
 export class RoomArena {
-  private buffer: ArrayBuffer | null = null;
+  private buffer: SharedArrayBuffer | null = null;
   private used = 0;
 
   /** @param bufferBytes the size of each buffer (0: every array on its own, as `withRoom`). */
@@ -79,14 +83,14 @@ export class RoomArena {
   bytesWithRoom(n: number): Buffer {
     const size = Math.min(MAX_BYTES, capacity(false, 0, n));
     const carved = this.carve(Uint8Array, size);
-    const whole = carved === null ? Buffer.allocUnsafeSlow(size) : Buffer.from(carved.buffer, carved.byteOffset, size);
+    const whole = carved === null ? sharedBytes(size) : Buffer.from(carved.buffer, carved.byteOffset, size);
     const view = whole.subarray(0, n);
     ROOM.set(view, whole);
     return view;
   }
 
   private take<T>(make: ArrayMaker<T>, length: number): T {
-    return this.carve(make, length) ?? new make(length);
+    return this.carve(make, length) ?? sharedArray(make, length);
   }
 
   /** `length` elements from the current buffer (a new one when it is full), or null for an array to make on its own. */
@@ -95,7 +99,7 @@ export class RoomArena {
     if (bytes * 4 > this.bufferBytes) return null;
     let at = (this.used + 7) & ~7;
     if (this.buffer === null || at + bytes > this.buffer.byteLength) {
-      this.buffer = new ArrayBuffer(this.bufferBytes);
+      this.buffer = new SharedArrayBuffer(this.bufferBytes);
       at = 0;
     }
     this.used = at + bytes;
@@ -105,6 +109,26 @@ export class RoomArena {
 
 /** Each array on its own. */
 const SEPARATE = new RoomArena(0);
+
+/** A zeroed array of `length` elements over a SharedArrayBuffer of its own. */
+export function sharedArray<T>(make: ArrayMaker<T>, length: number): T {
+  return new make(new SharedArrayBuffer(length * make.BYTES_PER_ELEMENT), 0, length);
+}
+
+/** A zeroed Buffer of `size` bytes over a SharedArrayBuffer of its own. */
+export function sharedBytes(size: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(size));
+}
+
+/** The whole array behind a view made with room, or the view itself (a compaction's arrays, handed to another thread with their room). */
+export function wholeOf<T extends object>(view: T): T {
+  return (ROOM.get(view) as T | undefined) ?? view;
+}
+
+/** Gives `view` the room of `whole` (an array with room come from another thread, with the whole array behind it). */
+export function giveRoom(view: ArrayBufferView, whole: ArrayBufferView): void {
+  ROOM.set(view, whole);
+}
 
 /** A Buffer over the bytes of `bytes` that takes over the room `withRoom` gave them (a snapshot's text bytes). */
 export function bufferOf(bytes: Uint8Array): Buffer {
@@ -139,7 +163,7 @@ export class Backing<T extends Elements> {
   /** The array, with room for `needed` elements, the first `used` kept. */
   room(used: number, needed: number): T {
     if (this.owned && needed <= this.array.length) return this.array;
-    return this.copy(used, needed, this.array.constructor as new (n: number) => T);
+    return this.copy(used, needed, this.array.constructor as ArrayMaker<T>);
   }
 
   /**
@@ -148,8 +172,7 @@ export class Backing<T extends Elements> {
    */
   *roomSteps(used: number, needed: number): Steps<void> {
     if (this.owned && needed <= this.array.length) return;
-    const make = this.array.constructor as new (n: number) => T;
-    const next = new make(capacity(this.owned, this.array.length, needed));
+    const next = sharedArray(this.array.constructor as ArrayMaker<T>, capacity(this.owned, this.array.length, needed));
     for (let a = 0; a < used; a += COPY_STEP) {
       next.set(this.array.subarray(a, Math.min(used, a + COPY_STEP)), a);
       yield;
@@ -163,8 +186,8 @@ export class Backing<T extends Elements> {
     if (this.array instanceof Uint16Array) this.copy(used, needed, Uint32Array);
   }
 
-  private copy<U extends Elements>(used: number, needed: number, make: new (n: number) => U): U {
-    const next = new make(capacity(this.owned, this.array.length, needed));
+  private copy<U extends Elements>(used: number, needed: number, make: ArrayMaker<U>): U {
+    const next = sharedArray(make, capacity(this.owned, this.array.length, needed));
     next.set(this.array.subarray(0, used));
     (this as unknown as Backing<U>).array = next;
     this.owned = true;
@@ -225,7 +248,7 @@ export class ByteBacking {
   room(used: number, needed: number): Buffer {
     if (this.owned && needed <= this.bytes.length) return this.bytes;
     if (needed > MAX_BYTES) throw new QueryError('DataTooLarge', 'A text column holds more than 4 GiB of text.');
-    const next = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
+    const next = sharedBytes(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
     this.bytes.copy(next, 0, 0, used);
     this.bytes = next;
     this.owned = true;
@@ -236,7 +259,7 @@ export class ByteBacking {
   *roomSteps(used: number, needed: number): Steps<void> {
     if (this.owned && needed <= this.bytes.length) return;
     if (needed > MAX_BYTES) throw new QueryError('DataTooLarge', 'A text column holds more than 4 GiB of text.');
-    const next = Buffer.allocUnsafeSlow(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
+    const next = sharedBytes(Math.min(MAX_BYTES, capacity(this.owned, this.bytes.length, needed)));
     for (let a = 0; a < used; a += COPY_STEP_BYTES) {
       this.bytes.copy(next, a, a, Math.min(used, a + COPY_STEP_BYTES));
       yield;

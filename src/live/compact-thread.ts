@@ -1,0 +1,205 @@
+/**
+ * Compaction on a worker thread (DESIGN.md, "Compaction"): the steps of compact.ts run there
+ * whole, and what they allocate (the search fields' tokens, the EntityEvent log's maps, a key index
+ * per table, about 2 GB at 100k listings with Media) is collected in the worker's heap, not in the
+ * one the queries run in. A generation's tables go over without a copy: their column arrays are
+ * views of SharedArrayBuffers (src/store/append/growable.ts), and so are the compacted tables'
+ * arrays that come back, with the room after them the next change appends into; the other arrays
+ * made there (key indexes, child groupings, postings, term dictionaries, KD-trees) are handed
+ * over. An array of a plain ArrayBuffer (a loaded table's, before its first compaction) is copied
+ * as the job is posted.
+ *
+ * What stays on the event loop: finding each table's live rows in key order (`compactInputSteps`,
+ * in steps), posting the job, taking the result (objects around arrays) and carrying the access
+ * structures over (compactor.ts). A thread is started per compaction and ended after it, its heap
+ * with it; one that cannot start or fails leaves the compaction to the event loop (`null`).
+ */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort, workerData, type Worker } from 'node:worker_threads';
+import { POINT_FIELDS, type PointField } from '../access/access.js';
+import { PointIndex, type PointIndexState } from '../geo/point-index.js';
+import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
+import type { FieldIndex } from '../search/postings.js';
+import { TermDictionary } from '../search/terms.js';
+import { bufferOf } from '../store/append/growable.js';
+import type { ByteIndexState } from '../store/byte-index.js';
+import { ChildIndex } from '../store/children.js';
+import { Store } from '../store/store.js';
+import type { Table } from '../store/table.js';
+import { packTable, unpackTable, type PackedTable } from '../store/transfer.js';
+import { runNow } from '../util/steps.js';
+import { startWorker } from '../util/worker.js';
+import { compactTablesSteps, type CompactedFrom, type CompactInput } from './compact.js';
+
+const COMPACT_WORKER = 'reso-engine:compaction';
+
+/**
+ * Listings from which a compaction runs on a worker thread: below, it takes less than the thread
+ * costs to start (a new V8 isolate and the modules: 100-300 ms of the other core).
+ */
+export const COMPACT_THREAD_MIN_ROWS = 16_384;
+
+/** A CompactInput with its tables packed. */
+interface CompactJob extends Omit<CompactInput, 'tables'> {
+  readonly tables: Readonly<Record<ResourceName, PackedTable>>;
+}
+
+interface PackedFieldIndex {
+  readonly rowCount: number;
+  readonly address: boolean;
+  readonly terms: { readonly bytes: Uint8Array; readonly offsets: Uint32Array; readonly index: ByteIndexState };
+  readonly offsets: Uint32Array;
+  readonly rows: Uint32Array;
+  readonly tfs: Uint16Array;
+  readonly lengths: Uint32Array;
+  readonly avgLength: number;
+}
+
+interface CompactDone {
+  readonly tables: Readonly<Record<ResourceName, PackedTable>>;
+  readonly children: Readonly<Record<ChildResourceName, { readonly offsets: Uint32Array; readonly rows: Uint32Array }>>;
+  readonly search: Readonly<Record<SearchFieldName, PackedFieldIndex>>;
+  readonly points: Readonly<Record<PointField, PointIndexState>>;
+  readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
+}
+
+type CompactReply = { readonly done: CompactDone } | { readonly failed: string };
+
+/**
+ * Compacts `input` (of `store`, the generation's) on a new worker thread: the compacted data with
+ * its KD-trees, or null when no thread could start or the thread failed (the caller compacts on
+ * its own thread instead).
+ */
+export function compactOnThread(store: Store, input: CompactInput): Promise<CompactedFrom | null> {
+  let worker: Worker;
+  try {
+    worker = startWorker(import.meta.url, 'compact-thread', { workerData: { kind: COMPACT_WORKER } });
+  } catch {
+    return Promise.resolve(null);
+  }
+  worker.unref(); // a compaction under way does not keep the process alive
+  return new Promise<CompactedFrom | null>((resolve) => {
+    const settle = (result: CompactedFrom | null): void => {
+      resolve(result);
+      void worker.terminate();
+    };
+    worker.once('message', (reply: CompactReply) => settle('done' in reply ? compactedOf(store, input, reply.done) : null));
+    worker.once('error', () => settle(null));
+    worker.once('exit', () => settle(null));
+    const tables = {} as Record<ResourceName, PackedTable>;
+    // without their key indexes (compaction looks no key up in the tables it reads but Property's, as `newestOfDead`)
+    for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], false).packed;
+    const { live, newestOfDead, room, arenaBytes, retention } = input;
+    // the generation's arrays stay in use here: shared ones go over as they are, the others are copied
+    worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention } satisfies CompactJob);
+  });
+}
+
+/** The compacted data the thread made, its objects made here around its arrays (the old tables' clocks, the old store's report and configuration). */
+function compactedOf(store: Store, input: CompactInput, done: CompactDone): CompactedFrom {
+  const tables = unpackTables(done.tables, input.tables);
+  const children = {} as Record<ChildResourceName, ChildIndex>;
+  for (const r of CHILD_RESOURCES) children[r] = new ChildIndex(done.children[r].offsets, done.children[r].rows);
+  const search = {} as Record<SearchFieldName, FieldIndex>;
+  for (const f of SEARCH_FIELDS) {
+    const x = done.search[f];
+    const terms = TermDictionary.fromState(bufferOf(x.terms.bytes), x.terms.offsets, x.terms.index);
+    search[f] = { rowCount: x.rowCount, address: x.address, terms, offsets: x.offsets, rows: x.rows, tfs: x.tfs, lengths: x.lengths, avgLength: x.avgLength };
+  }
+  const points = {} as Record<PointField, PointIndex>;
+  for (const f of POINT_FIELDS) {
+    const c = tables.Property.columnOf(f, 'point')!;
+    points[f] = new PointIndex(c.lon, c.lat, done.points[f]);
+  }
+  const compacted = new Store(tables, children, store.report, store.accounts, store.profiles, store.now);
+  return { store: compacted, indexes: { search, points }, rows: done.rows };
+}
+
+/** Tables packed by `packTable`, each with the clock of its table in `like`; Property first, which the child tables' links point into. */
+function unpackTables(packed: Readonly<Record<ResourceName, PackedTable>>, like: Readonly<Record<ResourceName, Table>>): Record<ResourceName, Table> {
+  const tables = {} as Record<ResourceName, Table>;
+  tables.Property = unpackTable(packed.Property, like.Property.clock);
+  for (const r of RESOURCE_NAMES) {
+    if (r !== 'Property') tables[r] = unpackTable(packed[r], like[r].clock, (CHILD_RESOURCES as readonly string[]).includes(r) ? tables.Property : null);
+  }
+  return tables;
+}
+
+/** The worker's side: one job, then the thread is ended. */
+function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffer[] } {
+  const clock = (): number => job.retention.nowMs;
+  const like = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, { clock }])) as unknown as Record<ResourceName, Table>;
+  const input: CompactInput = { ...job, tables: unpackTables(job.tables, like) };
+  const t = runNow(compactTablesSteps(input));
+  const transfer = new Set<ArrayBuffer>();
+  const give = <A extends ArrayBufferView>(a: A): A => {
+    // a Buffer's pool (small Buffers share one) is not handed over: those are copied
+    if (a.buffer instanceof ArrayBuffer && a.buffer.byteLength > Buffer.poolSize) transfer.add(a.buffer);
+    return a;
+  };
+  const tables = {} as Record<ResourceName, PackedTable>;
+  for (const r of RESOURCE_NAMES) {
+    const { packed, transfer: buffers } = packTable(t.tables[r]);
+    tables[r] = packed;
+    for (const b of buffers) if (b.byteLength > Buffer.poolSize) transfer.add(b);
+  }
+  const children = {} as Record<ChildResourceName, { offsets: Uint32Array; rows: Uint32Array }>;
+  for (const r of CHILD_RESOURCES) children[r] = { offsets: give(t.children[r].offsets), rows: give(t.children[r].rows) };
+  const search = {} as Record<SearchFieldName, PackedFieldIndex>;
+  for (const f of SEARCH_FIELDS) {
+    const x = t.search[f];
+    const index = x.terms.indexState;
+    give(index.table);
+    search[f] = {
+      rowCount: x.rowCount,
+      address: x.address,
+      terms: { bytes: give(x.terms.bytes), offsets: give(x.terms.offsets), index },
+      offsets: give(x.offsets),
+      rows: give(x.rows),
+      tfs: give(x.tfs),
+      lengths: give(x.lengths),
+      avgLength: x.avgLength,
+    };
+  }
+  const points = {} as Record<PointField, PointIndexState>;
+  for (const f of POINT_FIELDS) {
+    const state = PointIndex.stateOf(t.points[f]);
+    if (state.tree.byteLength > Buffer.poolSize) transfer.add(state.tree);
+    points[f] = { tree: state.tree, rowOf: give(state.rowOf), cosAt: give(state.cosAt) };
+  }
+  for (const r of RESOURCE_NAMES) give(t.rows[r]);
+  return { reply: { tables, children, search, points, rows: t.rows }, transfer: [...transfer] };
+}
+
+/**
+ * Lowers this thread's scheduling priority to the least (Linux: a thread's own nice value, by its
+ * id from /proc/thread-self), so that on a machine with few cores the event loop's thread is run
+ * first whenever it has work; elsewhere nothing changes.
+ */
+function yieldToEventLoop(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, 19);
+  } catch {
+    // not Linux, or not allowed: the thread runs at the process's priority
+  }
+}
+
+const port = parentPort;
+if (port !== null && (workerData as { kind?: string } | null)?.kind === COMPACT_WORKER) {
+  yieldToEventLoop();
+  port.once('message', (job: CompactJob) => {
+    let reply: CompactReply;
+    let transfer: ArrayBuffer[] = [];
+    try {
+      const made = compactJob(job);
+      reply = { done: made.reply };
+      transfer = made.transfer;
+    } catch (e) {
+      reply = { failed: e instanceof Error ? e.message : String(e) };
+    }
+    port.postMessage(reply, transfer);
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Compaction on a worker thread (src/live/compact-thread.ts), past COMPACT_THREAD_MIN_ROWS
+ * listings: it makes byte for byte what a compaction on the event loop makes (a snapshot of the
+ * changed engine is its compacted image, made on the event loop), the next change appends into the
+ * arrays that came back, and a second compaction, over arrays shared with the thread, matches too.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Engine as EngineType } from '../../src/engine.js';
+
+const onEventLoop = vi.hoisted(() => ({ compactions: 0 }));
+vi.mock('../../src/live/compact.js', async (original) => (await import('./count-compactions.js')).countedOnEventLoop(await original(), onEventLoop));
+
+const { Engine } = await import('../../src/engine.js');
+const { COMPACT_THREAD_MIN_ROWS } = await import('../../src/live/compact-thread.js');
+const { dataset } = await import('../replicate/helpers.js');
+const { answers, change } = await import('./compaction-cases.js');
+
+const now = (): Date => new Date('2025-06-01T00:00:00Z');
+
+describe('compaction on a worker thread', () => {
+  const base = dataset(COMPACT_THREAD_MIN_ROWS + 100, 'compact-thread');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'reso-compact-thread-'));
+  const file = (name: string): string => path.join(dir, `${name}.snapshot`);
+  let threaded: EngineType;
+  let reference: EngineType;
+
+  beforeAll(async () => {
+    threaded = await Engine.open({ data: base, now, compactFraction: false });
+    reference = await Engine.open({ data: base, now, compactFraction: false });
+    for (const e of [threaded, reference]) await change(e, base);
+  }, 120_000);
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('makes exactly what the event loop makes, and answers as before', async () => {
+    const before = answers(threaded);
+    reference.save(file('reference-1')); // compacts the changed generation on the event loop
+    const generation = threaded.generation;
+    onEventLoop.compactions = 0;
+    await threaded.compact();
+    expect(onEventLoop.compactions).toBe(0);
+    expect(threaded.generation).toBe(generation + 1);
+    expect(threaded.compactions.count).toBe(1);
+    expect(answers(threaded)).toEqual(before);
+    threaded.save(file('threaded-1')); // the compacted generation as it is
+    expect(readFileSync(file('threaded-1')).equals(readFileSync(file('reference-1')))).toBe(true);
+  }, 120_000);
+
+  it('takes the next change into the arrays that came back, and compacts again over arrays it shares with the thread', async () => {
+    const more = dataset(200, 'compact-thread-more');
+    for (const e of [threaded, reference]) {
+      await e.apply([
+        { resource: 'Property', upsert: [...base.Property.slice(500, 700).map((p) => ({ ...p, ListPrice: 123_456 })), ...more.Property] },
+        { resource: 'Media', upsert: more.Media },
+        { resource: 'Property', remove: base.Property.slice(900, 950).map((p) => p.ListingKey as string) },
+      ]);
+    }
+    expect(answers(threaded)).toEqual(answers(reference));
+    onEventLoop.compactions = 0;
+    await threaded.compact();
+    expect(onEventLoop.compactions).toBe(0);
+    expect(answers(threaded)).toEqual(answers(reference));
+    threaded.save(file('threaded-2'));
+    reference.save(file('reference-2'));
+    expect(readFileSync(file('threaded-2')).equals(readFileSync(file('reference-2')))).toBe(true);
+  }, 120_000);
+});
