@@ -90,7 +90,7 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
     worker.once('exit', () => settle(null));
     const tables = {} as Record<ResourceName, PackedTable>;
     // without their key indexes (compaction looks no key up in the tables it reads but Property's, as `newestOfDead`)
-    for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], false).packed;
+    for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], { keyIndex: false }).packed;
     const { live, newestOfDead, room, arenaBytes, retention } = input;
     // the generation's arrays stay in use here: shared ones go over as they are, the others are copied
     worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention } satisfies CompactJob);
@@ -99,7 +99,8 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
 
 /** The compacted data the thread made, its objects made here around its arrays (the old tables' clocks, the old store's report and configuration). */
 function compactedOf(store: Store, input: CompactInput, done: CompactDone): CompactedFrom {
-  const tables = unpackTables(done.tables, input.tables);
+  // a compacted column's dictionary is the compacted one's: it stayed here
+  const tables = unpackTables(done.tables, input.tables, true);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) children[r] = new ChildIndex(done.children[r].offsets, done.children[r].rows);
   const search = {} as Record<SearchFieldName, FieldIndex>;
@@ -117,20 +118,26 @@ function compactedOf(store: Store, input: CompactInput, done: CompactDone): Comp
   return { store: compacted, indexes: { search, points }, rows: done.rows };
 }
 
-/** Tables packed by `packTable`, each with the clock of its table in `like`; Property first, which the child tables' links point into. */
-function unpackTables(packed: Readonly<Record<ResourceName, PackedTable>>, like: Readonly<Record<ResourceName, Table>>): Record<ResourceName, Table> {
+/**
+ * Tables packed by `packTable`, each with the clock of its table in `like` (and its dictionaries,
+ * with `dictionaries`); Property first, which the child tables' links point into.
+ */
+function unpackTables(
+  packed: Readonly<Record<ResourceName, PackedTable>>,
+  like: Readonly<Record<ResourceName, Pick<Table, 'clock'> | Table>>,
+  dictionaries = false,
+): Record<ResourceName, Table> {
   const tables = {} as Record<ResourceName, Table>;
-  tables.Property = unpackTable(packed.Property, like.Property.clock);
-  for (const r of RESOURCE_NAMES) {
-    if (r !== 'Property') tables[r] = unpackTable(packed[r], like[r].clock, (CHILD_RESOURCES as readonly string[]).includes(r) ? tables.Property : null);
-  }
+  const one = (r: ResourceName, parent: Table | null): Table => unpackTable(packed[r], like[r].clock, parent, dictionaries ? (like[r] as Table) : null);
+  tables.Property = one('Property', null);
+  for (const r of RESOURCE_NAMES) if (r !== 'Property') tables[r] = one(r, (CHILD_RESOURCES as readonly string[]).includes(r) ? tables.Property : null);
   return tables;
 }
 
 /** The worker's side: one job, then the thread is ended. */
 function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffer[] } {
   const clock = (): number => job.retention.nowMs;
-  const like = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, { clock }])) as unknown as Record<ResourceName, Table>;
+  const like = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, { clock }])) as Record<ResourceName, Pick<Table, 'clock'>>;
   const input: CompactInput = { ...job, tables: unpackTables(job.tables, like) };
   const t = runNow(compactTablesSteps(input));
   const transfer = new Set<ArrayBuffer>();
@@ -141,7 +148,7 @@ function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffe
   };
   const tables = {} as Record<ResourceName, PackedTable>;
   for (const r of RESOURCE_NAMES) {
-    const { packed, transfer: buffers } = packTable(t.tables[r]);
+    const { packed, transfer: buffers } = packTable(t.tables[r], { dictionaries: false });
     tables[r] = packed;
     for (const b of buffers) if (b.byteLength > Buffer.poolSize) transfer.add(b);
   }

@@ -118,13 +118,23 @@ function unpackColumn(p: PackedColumn, parent: Table | null): Column {
   }
 }
 
-/**
- * The message for postMessage and the buffers to transfer with it. Without `keyIndex` the key
- * index stays behind (a generation's index over appended rows is made plain only by a pass over
- * every row: 1.5 s at 100k listings with Media).
- */
-export function packTable(t: Table, keyIndex = true): { packed: PackedTable; transfer: ArrayBuffer[] } {
-  const columns = t.columns.map(packColumn);
+/** What `packTable` leaves behind. */
+export interface PackOptions {
+  /**
+   * False: the key index stays behind (a generation's index over appended rows is made plain only
+   * by a pass over every row: 1.5 s at 100k listings with Media).
+   */
+  readonly keyIndex?: boolean;
+  /** False: the dictionaries stay behind, for a receiver that has them (`unpackTable`'s `dictionariesOf`). */
+  readonly dictionaries?: boolean;
+}
+
+/** The message for postMessage and the buffers to transfer with it. */
+export function packTable(t: Table, { keyIndex = true, dictionaries = true }: PackOptions = {}): { packed: PackedTable; transfer: ArrayBuffer[] } {
+  const columns = t.columns.map((c) => {
+    const packed = packColumn(c);
+    return dictionaries || !('dictionary' in packed) ? packed : { ...packed, dictionary: [] };
+  });
   const buffers = new Set<ArrayBuffer>();
   const room: Array<readonly [ArrayBufferView, ArrayBufferView]> = [];
   const add = (a: ArrayBufferView): void => {
@@ -148,12 +158,16 @@ export function packTable(t: Table, keyIndex = true): { packed: PackedTable; tra
   return { packed, transfer: [...buffers] };
 }
 
-/** The table `packTable` packed (`parent`: the Property table its parent links point into, for a child table). */
-export function unpackTable(p: PackedTable, clock: () => number, parent: Table | null = null): Table {
+/**
+ * The table `packTable` packed (`parent`: the Property table its parent links point into, for a
+ * child table; `dictionariesOf`: a table whose columns hold the dictionaries left behind, at the
+ * same positions).
+ */
+export function unpackTable(p: PackedTable, clock: () => number, parent: Table | null = null, dictionariesOf: Table | null = null): Table {
   const freeze = (f: FieldDef): FieldDef => Object.freeze({ ...f, searchFields: Object.freeze([...f.searchFields]) });
   const schema = new TableSchema(p.resource, p.key, p.declared.map(freeze), p.local.map(freeze));
   for (const [view, whole] of p.room) giveRoom(view, whole);
-  const columns = p.columns.map((c) => unpackColumn(c, parent));
+  const columns = p.columns.map((c, i) => unpackColumn(withDictionaryOf(c, dictionariesOf?.columns[i]), parent));
   const key = columns[schema.indexOf(p.key)];
   if (!(key instanceof Utf8TextColumn)) throw new Error('key column must be text');
   return new Table(
@@ -164,6 +178,13 @@ export function unpackTable(p: PackedTable, clock: () => number, parent: Table |
     p.rowCount,
     clock,
   );
+}
+
+/** `c` with the dictionary of `had` (a column of the same kind), or as it is. */
+function withDictionaryOf(c: PackedColumn, had: Column | undefined): PackedColumn {
+  if (had?.kind === 'dictionary' && c.kind === 'dictionary') return { ...c, dictionary: had.dictionary };
+  if (had?.kind === 'collection' && c.kind === 'collection') return { ...c, dictionary: had.dictionary };
+  return c;
 }
 
 /** The key index of a table packed without it: any look-up is a defect, said as such. */
