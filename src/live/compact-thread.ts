@@ -70,7 +70,8 @@ type CompactReply = { readonly done: CompactDone } | { readonly failed: string }
 /**
  * Compacts `input` (of `store`, the generation's) on a new worker thread: the compacted data with
  * its KD-trees, or null when no thread could start or the thread failed (the caller compacts on
- * its own thread instead).
+ * its own thread instead). Rejects when the job could not be posted or its result not taken (a
+ * defect), the thread ended either way.
  */
 export function compactOnThread(store: Store, input: CompactInput): Promise<CompactedFrom | null> {
   let worker: Worker;
@@ -80,20 +81,33 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
     return Promise.resolve(null);
   }
   worker.unref(); // a compaction under way does not keep the process alive
-  return new Promise<CompactedFrom | null>((resolve) => {
-    const settle = (result: CompactedFrom | null): void => {
-      resolve(result);
-      void worker.terminate();
-    };
-    worker.once('message', (reply: CompactReply) => settle('done' in reply ? compactedOf(store, input, reply.done) : null));
-    worker.once('error', () => settle(null));
-    worker.once('exit', () => settle(null));
-    const tables = {} as Record<ResourceName, PackedTable>;
-    // without their key indexes (compaction looks no key up in the tables it reads but Property's, as `newestOfDead`)
-    for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], { keyIndex: false }).packed;
-    const { live, newestOfDead, room, arenaBytes, retention } = input;
-    // the generation's arrays stay in use here: shared ones go over as they are, the others are copied
-    worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention } satisfies CompactJob);
+  return new Promise<CompactedFrom | null>((resolve, reject) => {
+    const end = (): void => void worker.terminate();
+    worker.once('message', (reply: CompactReply) => {
+      try {
+        resolve('done' in reply ? compactedOf(store, input, reply.done) : null);
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+      } finally {
+        end();
+      }
+    });
+    worker.once('error', () => {
+      resolve(null);
+      end();
+    });
+    worker.once('exit', () => resolve(null));
+    try {
+      const tables = {} as Record<ResourceName, PackedTable>;
+      // without their key indexes (compaction looks no key up in the tables it reads but Property's, as `newestOfDead`)
+      for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], { keyIndex: false }).packed;
+      const { live, newestOfDead, room, arenaBytes, retention } = input;
+      // the generation's arrays stay in use here: shared ones go over as they are, the others are copied
+      worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention } satisfies CompactJob);
+    } catch (e) {
+      end();
+      reject(e instanceof Error ? e : new Error(String(e)));
+    }
   });
 }
 
