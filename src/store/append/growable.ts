@@ -45,7 +45,7 @@ export function withRoom<T extends Elements | Uint8Array>(make: ArrayMaker<T>, n
   return SEPARATE.withRoom(make, n);
 }
 
-/** `withRoom` for text bytes (not zeroed: bytes past the view are written before they are read). */
+/** `withRoom` for text bytes. */
 export function bytesWithRoom(n: number): Buffer {
   return SEPARATE.bytesWithRoom(n);
 }
@@ -79,7 +79,7 @@ export class RoomArena {
     return view;
   }
 
-  /** `withRoom` for text bytes (zeroed when carved, not when made on their own). */
+  /** `withRoom` for text bytes. */
   bytesWithRoom(n: number): Buffer {
     const size = Math.min(MAX_BYTES, capacity(false, 0, n));
     const carved = this.carve(Uint8Array, size);
