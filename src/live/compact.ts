@@ -101,7 +101,7 @@ export interface CompactedTables {
 /**
  * The steps of compacting `store` (one generation; `access` gives its dead rows and key orders).
  * Run every step (each does a bounded piece of work); the generator's return value is the result,
- * but for the KD-trees (`withTreesNow`, `withTreesOn`).
+ * but for the KD-trees (`withTreesNow`).
  */
 export function* compactSteps(store: Store, access: StoreAccess, retention: LogRetention): Steps<CompactedParts> {
   return partsOf(store, yield* compactTablesSteps(yield* compactInputSteps(store, access, retention)));
