@@ -83,17 +83,23 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
   worker.unref(); // a compaction under way does not keep the process alive
   return new Promise<CompactedFrom | null>((resolve, reject) => {
     const end = (): void => void worker.terminate();
+    // a thread that failed is a defect, not bad input: said, and the compaction runs on the event loop
+    const failed = (reason: string): void => {
+      process.emitWarning(`reso-engine: the compaction's worker thread failed (${reason}); compacting on the event loop instead`);
+      resolve(null);
+    };
     worker.once('message', (reply: CompactReply) => {
       try {
-        resolve('done' in reply ? compactedOf(store, input, reply.done) : null);
+        if ('done' in reply) resolve(compactedOf(store, input, reply.done));
+        else failed(reply.failed);
       } catch (e) {
         reject(e instanceof Error ? e : new Error(String(e)));
       } finally {
         end();
       }
     });
-    worker.once('error', () => {
-      resolve(null);
+    worker.once('error', (e: unknown) => {
+      failed(e instanceof Error ? e.message : String(e));
       end();
     });
     worker.once('exit', () => resolve(null));

@@ -1,6 +1,6 @@
 /**
- * A compaction whose worker thread fails (here: it cannot rebuild the tables it was sent) runs on
- * the event loop instead, and the engine answers as before it.
+ * A compaction whose worker thread fails (here: it cannot rebuild the tables it was sent) says so
+ * in a process warning and runs on the event loop instead, and the engine answers as before it.
  */
 import { describe, expect, it, vi } from 'vitest';
 import type * as TransferModule from '../../src/store/transfer.js';
@@ -31,7 +31,12 @@ describe('compaction when its worker thread fails', () => {
     const engine = await Engine.open({ data: base, now: () => new Date('2025-06-01T00:00:00Z'), compactFraction: false });
     await change(engine, base);
     const before = answers(engine);
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     await engine.compact();
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringMatching(/^reso-engine: the compaction's worker thread failed \(.*key column.*\); compacting on the event loop instead$/),
+    );
+    warn.mockRestore();
     expect(onEventLoop.compactions).toBe(1);
     expect(engine.compactions.count).toBe(1);
     expect(answers(engine)).toEqual(before);
