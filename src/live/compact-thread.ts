@@ -120,7 +120,7 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
 /** The compacted data the thread made, its objects made here around its arrays (the old tables' clocks, the old store's report and configuration). */
 function compactedOf(store: Store, input: CompactInput, done: CompactDone): CompactedFrom {
   // a compacted column's dictionary is the compacted one's: it stayed here
-  const tables = unpackTables(done.tables, input.tables, true);
+  const tables = unpackTables(done.tables, (r) => input.tables[r].clock, input.tables);
   const children = {} as Record<ChildResourceName, ChildIndex>;
   for (const r of CHILD_RESOURCES) children[r] = new ChildIndex(done.children[r].offsets, done.children[r].rows);
   const search = {} as Record<SearchFieldName, FieldIndex>;
@@ -139,16 +139,16 @@ function compactedOf(store: Store, input: CompactInput, done: CompactDone): Comp
 }
 
 /**
- * Tables packed by `packTable`, each with the clock of its table in `like` (and its dictionaries,
- * with `dictionaries`); Property first, which the child tables' links point into.
+ * Tables packed by `packTable`, each with its clock (and the dictionaries left behind, from
+ * `dictionariesOf`'s tables); Property first, which the child tables' links point into.
  */
 function unpackTables(
   packed: Readonly<Record<ResourceName, PackedTable>>,
-  like: Readonly<Record<ResourceName, Pick<Table, 'clock'> | Table>>,
-  dictionaries = false,
+  clockOf: (resource: ResourceName) => () => number,
+  dictionariesOf: Readonly<Record<ResourceName, Table>> | null,
 ): Record<ResourceName, Table> {
   const tables = {} as Record<ResourceName, Table>;
-  const one = (r: ResourceName, parent: Table | null): Table => unpackTable(packed[r], like[r].clock, parent, dictionaries ? (like[r] as Table) : null);
+  const one = (r: ResourceName, parent: Table | null): Table => unpackTable(packed[r], clockOf(r), parent, dictionariesOf?.[r] ?? null);
   tables.Property = one('Property', null);
   for (const r of RESOURCE_NAMES) if (r !== 'Property') tables[r] = one(r, (CHILD_RESOURCES as readonly string[]).includes(r) ? tables.Property : null);
   return tables;
@@ -157,20 +157,22 @@ function unpackTables(
 /** The worker's side: one job, then the thread is ended. */
 function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffer[] } {
   const clock = (): number => job.retention.nowMs;
-  const like = Object.fromEntries(RESOURCE_NAMES.map((r) => [r, { clock }])) as Record<ResourceName, Pick<Table, 'clock'>>;
-  const input: CompactInput = { ...job, tables: unpackTables(job.tables, like) };
+  const input: CompactInput = { ...job, tables: unpackTables(job.tables, () => clock, null) };
   const t = runNow(compactTablesSteps(input));
   const transfer = new Set<ArrayBuffer>();
+  const handOver = (b: ArrayBufferLike): void => {
+    // shared buffers go over as they are; a Buffer's pool (small Buffers share one) is copied
+    if (b instanceof ArrayBuffer && b.byteLength > Buffer.poolSize) transfer.add(b);
+  };
   const give = <A extends ArrayBufferView>(a: A): A => {
-    // a Buffer's pool (small Buffers share one) is not handed over: those are copied
-    if (a.buffer instanceof ArrayBuffer && a.buffer.byteLength > Buffer.poolSize) transfer.add(a.buffer);
+    handOver(a.buffer);
     return a;
   };
   const tables = {} as Record<ResourceName, PackedTable>;
   for (const r of RESOURCE_NAMES) {
     const { packed, transfer: buffers } = packTable(t.tables[r], { dictionaries: false });
     tables[r] = packed;
-    for (const b of buffers) if (b.byteLength > Buffer.poolSize) transfer.add(b);
+    buffers.forEach(handOver);
   }
   const children = {} as Record<ChildResourceName, { offsets: Uint32Array; rows: Uint32Array }>;
   for (const r of CHILD_RESOURCES) children[r] = { offsets: give(t.children[r].offsets), rows: give(t.children[r].rows) };
@@ -193,7 +195,7 @@ function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffe
   const points = {} as Record<PointField, PointIndexState>;
   for (const f of POINT_FIELDS) {
     const state = PointIndex.stateOf(t.points[f]);
-    if (state.tree.byteLength > Buffer.poolSize) transfer.add(state.tree);
+    handOver(state.tree);
     points[f] = { tree: state.tree, rowOf: give(state.rowOf), cosAt: give(state.cosAt) };
   }
   for (const r of RESOURCE_NAMES) give(t.rows[r]);

@@ -45,8 +45,6 @@ export class Compactor {
     private readonly fraction: number | false = COMPACT_FRACTION,
     /** The EntityEvent log's retention (EVENT_RETENTION_MS) and the engine's clock. */
     private readonly log: { readonly retentionMs: number; readonly clock: () => number } = { retentionMs: EVENT_RETENTION_MS, clock: () => Date.now() },
-    /** Listings from which a compaction runs on a worker thread. */
-    private readonly threadMinRows = COMPACT_THREAD_MIN_ROWS,
   ) {
     this.setBase(generations.current);
   }
@@ -83,7 +81,7 @@ export class Compactor {
    */
   private async compacted(gen: Generation): Promise<CompactedFrom> {
     const input = await runYielding(compactInputSteps(gen.store, gen.access, this.retention()));
-    if (gen.store.Property.rowCount >= this.threadMinRows) {
+    if (gen.store.Property.rowCount >= COMPACT_THREAD_MIN_ROWS) {
       const done = await compactOnThread(gen.store, input);
       if (done !== null) return done;
     }

@@ -55,7 +55,7 @@ export interface PackedTable {
   readonly local: readonly FieldDef[];
   readonly columns: readonly PackedColumn[];
   readonly rowCount: number;
-  /** Null: left behind (`packTable(t, false)`); the table on the other side cannot look keys up. */
+  /** Null: left behind (`packTable(t, { keyIndex: false })`); the table on the other side cannot look keys up. */
   readonly keyIndex: ByteIndexState | null;
   /** Arrays made with room (`withRoom`) and the whole arrays behind them, for the receiver's appender. */
   readonly room: ReadonlyArray<readonly [ArrayBufferView, ArrayBufferView]>;
