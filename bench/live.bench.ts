@@ -204,6 +204,11 @@ interface Change {
   readonly records: number;
 }
 
+/** A change of a stream: its operations parsed from the feed's text when taken. */
+interface StreamedChange extends Omit<Change, 'operations'> {
+  take(): ChangeOperation[];
+}
+
 const NEXT_STATUS: Readonly<Record<string, string>> = {
   Active: 'Pending',
   'Active Under Contract': 'Pending',
@@ -285,18 +290,19 @@ export class Feed {
 
   /**
    * `changes` held as the JSON text a feed sends (Buffers, outside the JS heap), each parsed when
-   * it is taken: a stream's changes made beforehand as objects would sit in the heap the queries
-   * run in (about 500 MB for the 1,000-listing stream at 100k) and make every mark-compact mark
-   * them, which a service parsing each change as it arrives never does.
+   * it is applied (`take`): a stream's changes made beforehand as objects would sit in the heap the
+   * queries run in (about 500 MB for the 1,000-listing stream at 100k) and make every mark-compact
+   * mark them, which a service parsing each change as it arrives never does; and the parsed records
+   * are handed to the engine, not kept beside it while the change applies (the engine drops them
+   * once read).
    */
-  stream(batches: number, n: number): Iterator<Change> {
+  stream(batches: number, n: number): Iterator<StreamedChange> {
     const packed = Array.from({ length: batches }, () => {
       const c = this.change(n);
-      return { json: Buffer.from(JSON.stringify(c.operations)), listings: c.listings, records: c.records };
+      const json = Buffer.from(JSON.stringify(c.operations));
+      return { take: () => JSON.parse(json.toString('utf8')) as ChangeOperation[], listings: c.listings, records: c.records };
     });
-    return (function* () {
-      for (const p of packed) yield { operations: JSON.parse(p.json.toString('utf8')) as ChangeOperation[], listings: p.listings, records: p.records };
-    })();
+    return packed.values();
   }
 }
 
@@ -391,7 +397,7 @@ interface StreamStats {
 }
 
 /** Applies changes from `source` one after another until `stop()` (or the source runs out), in this event loop. */
-function startStream(engine: Engine, source: Iterator<Change>, periodMs: number, stats: StreamStats): { stop: () => Promise<void> } {
+function startStream(engine: Engine, source: Iterator<StreamedChange>, periodMs: number, stats: StreamStats): { stop: () => Promise<void> } {
   let stopped = false;
   const g0 = engine.generation;
   const t0 = performance.now();
@@ -399,7 +405,7 @@ function startStream(engine: Engine, source: Iterator<Change>, periodMs: number,
     for (let next = source.next(); !next.done && !stopped; next = source.next()) {
       const change = next.value;
       const start = performance.now();
-      await engine.apply(change.operations);
+      await engine.apply(change.take());
       stats.applyMs.push(performance.now() - start);
       stats.changes++;
       stats.listings += change.listings;

@@ -83,7 +83,17 @@ async function main(): Promise<void> {
     process.stderr.write(`bench ${file}\n`);
     const child = spawnSync(
       process.execPath,
-      ['--expose-gc', '--max-old-space-size=16384', '--import', 'tsx', path.join(here, 'run.ts'), ...passThrough, '--child', file],
+      [
+        '--expose-gc',
+        '--max-old-space-size=16384',
+        ...(process.env.RESO_BENCH_V8 ?? '').split(' ').filter(Boolean),
+        '--import',
+        'tsx',
+        path.join(here, 'run.ts'),
+        ...passThrough,
+        '--child',
+        file,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
     );
     if (child.status !== 0) throw new Error(`${file} failed with exit code ${child.status}`);

@@ -205,15 +205,25 @@ export class Engine {
    * in order) as ONE atomic change, published as the next generation. Changes apply one at a
    * time, in the order they were asked for.
    */
-  async apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
-    // queued at once (the body runs synchronously up to the await), so changes apply in call order
-    const summary = await this.writer.apply(
-      checkOperations(operations),
-      () => this.gen,
-      (next) => this.generations.publish(next),
-    );
-    this.compactor.afterChange();
-    return summary;
+  apply(operations: readonly ChangeOperation[]): Promise<ChangeSummary> {
+    // Queued at once, so changes apply in call order. Not an async function: its frame would hold
+    // the records until the change is published; the writer drops them once read.
+    let checked: ChangeOperation[];
+    try {
+      checked = checkOperations(operations);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    return this.writer
+      .apply(
+        checked,
+        () => this.gen,
+        (next) => this.generations.publish(next),
+      )
+      .then((summary) => {
+        this.compactor.afterChange();
+        return summary;
+      });
   }
 
   /**

@@ -44,7 +44,7 @@ import { searchTokenSources } from '../search/indexes.js';
 import { BatchReader, loadBatch } from '../store/append/batch.js';
 import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
-import { ChildOverlay, childComparator, type ChildIndex, type Children } from '../store/children.js';
+import { ChildOverlay, ListLayer, childComparator, type ChildIndex, type Children } from '../store/children.js';
 import { type ParentKeyColumn } from '../store/columns.js';
 import { DataError } from '../store/errors.js';
 import { newLookupRecordSteps } from '../store/lookups.js';
@@ -124,7 +124,7 @@ class ChildLists {
   readonly before: ChildOverlay;
 
   constructor(before: Children) {
-    this.before = before instanceof ChildOverlay ? before : new ChildOverlay(before as ChildIndex, new Map());
+    this.before = before instanceof ChildOverlay ? before : new ChildOverlay(before as ChildIndex, ListLayer.of(new Map()));
   }
 
   of(parentRow: number): ArrayLike<number> {
@@ -154,6 +154,17 @@ class ChildLists {
     this.lists.set(parentRow, null);
     this.dirty.delete(parentRow);
   }
+}
+
+/**
+ * A change's operations, held by the writer only until its first step has read them: the records
+ * are the bulk of what a change holds in the JS heap, and held until the change is published they
+ * outlived two of the young generation's collections and were promoted (each change's hundreds of
+ * KB of records brought the old generation's mark-compacts sooner). A caller that keeps the
+ * records itself keeps them alive regardless.
+ */
+interface PendingChange {
+  operations: readonly ChangeOperation[] | null;
 }
 
 /**
@@ -192,10 +203,11 @@ export class ChangeWriter {
 
   /** Applies the change to `current()` (read when the change starts) and hands the result to `publish`. */
   apply(operations: readonly ChangeOperation[], current: () => Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
-    return this.exclusive(() => this.run(operations, current(), publish));
+    const change: PendingChange = { operations };
+    return this.exclusive(() => this.run(change, current(), publish));
   }
 
-  private async run(operations: readonly ChangeOperation[], g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+  private async run(change: PendingChange, g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
     const store0 = g0.store;
     const appenders = (this.appenders ??= Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new TableAppender(store0.table(r))])) as Record<
       ResourceName,
@@ -209,7 +221,7 @@ export class ChangeWriter {
     const rollbacks = RESOURCE_NAMES.map((r) => appenders[r].checkpoint());
     this.undo = new Map();
     try {
-      const next = await this.build(operations, g0, appenders, pacer);
+      const next = await this.build(change, g0, appenders, pacer);
       if (next.generation !== null) publish(next.generation);
       return next.summary;
     } catch (e) {
@@ -246,7 +258,7 @@ export class ChangeWriter {
   }
 
   private async build(
-    operations: readonly ChangeOperation[],
+    change: PendingChange,
     g0: Generation,
     appenders: Record<ResourceName, TableAppender>,
     pacer: Pacer,
@@ -295,7 +307,8 @@ export class ChangeWriter {
       // a Member or Office is no one's parent: removing it leaves the listings naming it as they are
     };
 
-    for (const op of operations) {
+    // 1. each operation in its own call, so that its records are dropped once read (see PendingChange)
+    const applyOperation = async (op: ChangeOperation): Promise<void> => {
       await pacer.check();
       const r = op.resource;
       if ('remove' in op) {
@@ -308,7 +321,7 @@ export class ChangeWriter {
             removed++;
           }
         }
-        continue;
+        return;
       }
       const def = CATALOG[r];
       const { records: upserts, numbers } = await runYielding(lastVersionsSteps(op.upsert, def.key), pacer);
@@ -366,7 +379,9 @@ export class ChangeWriter {
         }
         await pacer.check();
       }
-    }
+    };
+    for (let i = 0; change.operations !== null && i < change.operations.length; i++) await applyOperation(change.operations[i]);
+    change.operations = null;
 
     // the Lookup rows of values (and lookups) the new rows bring, in this same generation
     const lookups = await runYielding(

@@ -137,8 +137,94 @@ const NO_ROWS = new Uint32Array(0);
 
 /** Layers an overlay may stack before a change copies them into one (bounds the look-up chain). */
 const MAX_LAYERS = 8;
-/** Lists a flattening copies between check points. */
+/** Listings a flattening merges between check points. */
 const FLATTEN_STEP = 512;
+
+/**
+ * The lists of some listings' children as typed arrays, outside the JS heap: the listings
+ * ascending in `parents`, the children of parents[i] at rows[offsets[i], offsets[i + 1]). A
+ * generation's layers live for several changes, long enough to survive the young generation's
+ * collections: as Maps of small arrays they were promoted and brought the old generation's
+ * mark-compacts (BENCHMARKS.md "Live: children lists outside the JS heap").
+ */
+export class ListLayer {
+  constructor(
+    readonly parents: Int32Array,
+    readonly offsets: Uint32Array,
+    readonly rows: Uint32Array,
+  ) {}
+
+  /** A layer of `lists` (listing row -> its children). */
+  static of(lists: ReadonlyMap<number, ArrayLike<number>>): ListLayer {
+    const parents = Int32Array.from(lists.keys()).sort();
+    const offsets = new Uint32Array(parents.length + 1);
+    parents.forEach((p, i) => (offsets[i + 1] = offsets[i] + lists.get(p)!.length));
+    const rows = new Uint32Array(offsets[parents.length]);
+    parents.forEach((p, i) => rows.set(lists.get(p)!, offsets[i]));
+    return new ListLayer(parents, offsets, rows);
+  }
+
+  /** The index of `parent` in `parents`, or -1. */
+  find(parent: number): number {
+    const ps = this.parents;
+    let lo = 0;
+    let hi = ps.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = ps[mid];
+      if (v === parent) return mid;
+      if (v < parent) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  listAt(i: number): Uint32Array {
+    return this.rows.subarray(this.offsets[i], this.offsets[i + 1]);
+  }
+
+  get byteLength(): number {
+    return this.parents.byteLength + this.offsets.byteLength + this.rows.byteLength;
+  }
+}
+
+/** One layer of `older` and `newer` (a listing in both keeps newer's list), with a check point every FLATTEN_STEP listings. */
+function* mergeLayerSteps(older: ListLayer, newer: ListLayer): Steps<ListLayer> {
+  const a = older.parents;
+  const b = newer.parents;
+  let parents = 0;
+  let rows = 0;
+  for (let i = 0, j = 0; i < a.length || j < b.length; parents++) {
+    if (j === b.length || (i < a.length && a[i] < b[j])) rows += older.offsets[i + 1] - older.offsets[i++];
+    else {
+      if (i < a.length && a[i] === b[j]) i++;
+      rows += newer.offsets[j + 1] - newer.offsets[j++];
+    }
+    if ((parents & (FLATTEN_STEP - 1)) === FLATTEN_STEP - 1) yield;
+  }
+  const out = new ListLayer(new Int32Array(parents), new Uint32Array(parents + 1), new Uint32Array(rows));
+  let k = 0;
+  for (let i = 0, j = 0; i < a.length || j < b.length; k++) {
+    let from: ListLayer;
+    let at: number;
+    if (j === b.length || (i < a.length && a[i] < b[j])) {
+      from = older;
+      at = i++;
+    } else {
+      if (i < a.length && a[i] === b[j]) i++;
+      from = newer;
+      at = j++;
+    }
+    out.parents[k] = from.parents[at];
+    const s = from.offsets[at];
+    const e = from.offsets[at + 1];
+    let o = out.offsets[k];
+    for (let r = s; r < e; r++) out.rows[o++] = from.rows[r];
+    out.offsets[k + 1] = o;
+    if ((k & (FLATTEN_STEP - 1)) === FLATTEN_STEP - 1) yield;
+  }
+  return out;
+}
 
 /**
  * One generation's children of a child resource: the loaded grouping (over the listings loaded
@@ -146,7 +232,7 @@ const FLATTEN_STEP = 512;
  * default order and holding live children only (DESIGN.md, "Change"). A listing in neither has no
  * children. Immutable. A change makes a new overlay holding only the lists it changed, on top of
  * the previous one (so a change costs its own listings, not every listing changed before it);
- * every MAX_LAYERS layers, the lists are copied into one layer. Dead listings may keep stale lists
+ * every MAX_LAYERS layers, the lists are merged into one layer. Dead listings may keep stale lists
  * in lower layers: nothing asks for a dead listing's children.
  */
 export class ChildOverlay implements Children {
@@ -154,8 +240,8 @@ export class ChildOverlay implements Children {
 
   constructor(
     readonly base: ChildIndex,
-    /** Property row -> its children, for listings whose children changed (or that replaced a version). */
-    readonly changed: ReadonlyMap<number, Uint32Array>,
+    /** The lists of the listings whose children changed (or that replaced a version) in this layer. */
+    readonly changed: ListLayer,
     /** The overlay this one was made on, or null. */
     readonly below: ChildOverlay | null = null,
   ) {
@@ -168,30 +254,25 @@ export class ChildOverlay implements Children {
   }
 
   /**
-   * `over` in steps: a check point every FLATTEN_STEP lists a flattening copies (the flattened
+   * `over` in steps: a check point every FLATTEN_STEP listings a flattening merges (the flattened
    * layer holds every listing whose children changed since the load: thousands after a while).
    */
   static *overSteps(below: Children, changed: ReadonlyMap<number, Uint32Array>): Steps<ChildOverlay> {
-    if (below instanceof ChildIndex) return new ChildOverlay(below, changed);
+    const layer = ListLayer.of(changed);
+    if (below instanceof ChildIndex) return new ChildOverlay(below, layer);
     const overlay = below as ChildOverlay;
-    if (overlay.depth < MAX_LAYERS) return new ChildOverlay(overlay.base, changed, overlay);
-    const all = new Map<number, Uint32Array>();
-    let copied = 0;
-    for (let layer: ChildOverlay | null = overlay; layer !== null; layer = layer.below) {
-      for (const [p, list] of layer.changed) {
-        if (!all.has(p)) all.set(p, list);
-        if (++copied % FLATTEN_STEP === 0) yield;
-      }
-    }
-    for (const [p, list] of changed) all.set(p, list);
+    if (overlay.depth < MAX_LAYERS) return new ChildOverlay(overlay.base, layer, overlay);
+    // newest first, so that the small layers merge into each other before the large bottom one
+    let all = layer;
+    for (let l: ChildOverlay | null = overlay; l !== null; l = l.below) all = yield* mergeLayerSteps(l.changed, all);
     return new ChildOverlay(overlay.base, all);
   }
 
   childrenOf(parentRow: number): Uint32Array {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- walks the overlay's layers, this one first
     for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
-      const list = layer.changed.get(parentRow);
-      if (list !== undefined) return list;
+      const i = layer.changed.find(parentRow);
+      if (i >= 0) return layer.changed.listAt(i);
     }
     return parentRow + 1 < this.base.offsets.length ? this.base.childrenOf(parentRow) : NO_ROWS;
   }
@@ -202,7 +283,7 @@ export class ChildOverlay implements Children {
 
   /** The same grouping as one CSR index over `parentCount` listings (snapshots). */
   toIndex(parentCount: number): ChildIndex {
-    if (this.changed.size === 0 && this.below === null && this.base.offsets.length === parentCount + 1) return this.base;
+    if (this.changed.parents.length === 0 && this.below === null && this.base.offsets.length === parentCount + 1) return this.base;
     const offsets = new Uint32Array(parentCount + 1);
     for (let p = 0; p < parentCount; p++) offsets[p + 1] = offsets[p] + this.count(p);
     const rows = new Uint32Array(offsets[parentCount]);
@@ -213,9 +294,7 @@ export class ChildOverlay implements Children {
   get byteLength(): number {
     let n = this.base.byteLength;
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- walks the overlay's layers, this one first
-    for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) {
-      for (const list of layer.changed.values()) n += list.byteLength + 16;
-    }
+    for (let layer: ChildOverlay | null = this; layer !== null; layer = layer.below) n += layer.changed.byteLength;
     return n;
   }
 }
