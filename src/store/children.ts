@@ -145,7 +145,7 @@ const FLATTEN_STEP = 512;
  * ascending in `parents`, the children of parents[i] at rows[offsets[i], offsets[i + 1]). A
  * generation's layers live for several changes, long enough to survive the young generation's
  * collections: as Maps of small arrays they were promoted and brought the old generation's
- * mark-compacts (BENCHMARKS.md "Live: children lists outside the JS heap").
+ * mark-compacts (BENCHMARKS.md "Live: children lists and a change's records out of the old generation").
  */
 export class ListLayer {
   constructor(
@@ -192,34 +192,29 @@ export class ListLayer {
 function* mergeLayerSteps(older: ListLayer, newer: ListLayer): Steps<ListLayer> {
   const a = older.parents;
   const b = newer.parents;
-  let parents = 0;
+  // where each listing of the merged layer comes from: newer (1) or older (0), at which index
+  const fromNewer = new Uint8Array(a.length + b.length);
+  const at = new Int32Array(a.length + b.length);
+  let n = 0;
   let rows = 0;
-  for (let i = 0, j = 0; i < a.length || j < b.length; parents++) {
-    if (j === b.length || (i < a.length && a[i] < b[j])) rows += older.offsets[i + 1] - older.offsets[i++];
-    else {
+  for (let i = 0, j = 0; i < a.length || j < b.length; n++) {
+    if (j < b.length && (i === a.length || b[j] <= a[i])) {
       if (i < a.length && a[i] === b[j]) i++;
+      fromNewer[n] = 1;
+      at[n] = j;
       rows += newer.offsets[j + 1] - newer.offsets[j++];
-    }
-    if ((parents & (FLATTEN_STEP - 1)) === FLATTEN_STEP - 1) yield;
-  }
-  const out = new ListLayer(new Int32Array(parents), new Uint32Array(parents + 1), new Uint32Array(rows));
-  let k = 0;
-  for (let i = 0, j = 0; i < a.length || j < b.length; k++) {
-    let from: ListLayer;
-    let at: number;
-    if (j === b.length || (i < a.length && a[i] < b[j])) {
-      from = older;
-      at = i++;
     } else {
-      if (i < a.length && a[i] === b[j]) i++;
-      from = newer;
-      at = j++;
+      at[n] = i;
+      rows += older.offsets[i + 1] - older.offsets[i++];
     }
-    out.parents[k] = from.parents[at];
-    const s = from.offsets[at];
-    const e = from.offsets[at + 1];
+    if ((n & (FLATTEN_STEP - 1)) === FLATTEN_STEP - 1) yield;
+  }
+  const out = new ListLayer(new Int32Array(n), new Uint32Array(n + 1), new Uint32Array(rows));
+  for (let k = 0; k < n; k++) {
+    const from = fromNewer[k] === 1 ? newer : older;
+    out.parents[k] = from.parents[at[k]];
     let o = out.offsets[k];
-    for (let r = s; r < e; r++) out.rows[o++] = from.rows[r];
+    for (let r = from.offsets[at[k]], e = from.offsets[at[k] + 1]; r < e; r++) out.rows[o++] = from.rows[r];
     out.offsets[k + 1] = o;
     if ((k & (FLATTEN_STEP - 1)) === FLATTEN_STEP - 1) yield;
   }

@@ -35,7 +35,7 @@ describe('children overlays', () => {
       } else expect(checkPoints).toBe(0);
       expect(overlay.depth).toBeLessThanOrEqual(8);
       expect(overlay).toEqual(ChildOverlay.over(children, changed));
-      for (const p of [0, 1, 2, 137, 999, 1_500, listings - 1]) {
+      for (let p = 0; p < listings; p++) {
         expect(Array.from(overlay.childrenOf(p))).toEqual(expected.get(p) ?? [10 * p, 10 * p + 1]);
       }
       children = overlay;
