@@ -5,7 +5,8 @@
  * which runs just that family in bench/compare.bench.ts; `--peers` and `--load-timeout` are the
  * comparison's. Runs every selected bench/*.bench.ts in its own child process (clean heap figures), then writes
  * bench/results/<timestamp>.json (with machine, Node version, date and commit) and prints a
- * markdown table. Progress goes to stderr.
+ * markdown table. Progress goes to stderr. RESO_BENCH_V8 adds V8 flags to the child processes (for
+ * example `--heap-growing-percent=100`, to measure a process setting beside V8's defaults).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';

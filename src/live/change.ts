@@ -159,9 +159,9 @@ class ChildLists {
 /**
  * A change's operations, held by the writer only until its first step has read them: the records
  * are the bulk of what a change holds in the JS heap, and held until the change is published they
- * outlived two of the young generation's collections and were promoted (each change's hundreds of
- * KB of records brought the old generation's mark-compacts sooner). A caller that keeps the
- * records itself keeps them alive regardless.
+ * outlived two of the young generation's collections and were promoted (hundreds of KB a change,
+ * for the old generation's collector to mark and sweep). A caller that keeps the records itself
+ * keeps them alive regardless.
  */
 interface PendingChange {
   operations: readonly ChangeOperation[] | null;
