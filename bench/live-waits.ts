@@ -2,8 +2,9 @@
  * What a query waits for while changes apply (BENCHMARKS.md "Live: the first query on a new
  * generation, and the first after a compaction"): the live bench's schedule (each comparison
  * family due every 5x its idle median, at least 2 ms) on the cached bench engine of a size, idle
- * and then under a 100-listing change every 200 ms, with each query's latency split into its wait
- * (from when it was due to its start) and its service time, the service time of the first run of
+ * and then under a 100-listing change every 200 ms, the queries arriving from a thread as requests
+ * reach a server (bench/arrivals.ts), with each query's latency split into its wait (from its
+ * arrival to its start) and its service time, the service time of the first run of
  * a family on a new generation against its later runs, and the holds of the event loop by
  * anything but the queries (from a turn's resume to the next `setImmediate`), by length.
  *
@@ -31,7 +32,8 @@ import { Session } from 'node:inspector/promises';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setStepBudgetMs } from '../src/util/steps.js';
 import { FAMILY_IDS, familiesOf } from './compare/families.js';
-import { Feed, quantile, scheduleSlots, untilDue } from './live.bench.js';
+import { Arrivals } from './arrivals.js';
+import { Feed, quantile, scheduleSlots } from './live.bench.js';
 
 if (process.env.STEP_MS !== undefined) setStepBudgetMs(Number(process.env.STEP_MS));
 const size = Number(process.argv[2] ?? 100_000);
@@ -60,31 +62,31 @@ let resumed = 0;
 let resumedByQuery = false;
 let tracking = false;
 const original = globalThis.setImmediate;
-const QUERY_TURN = Symbol('query turn');
-globalThis.setImmediate = ((fn: ((...args: unknown[]) => void) & { [QUERY_TURN]?: true }, ...args: unknown[]) => {
+globalThis.setImmediate = ((fn: (...args: unknown[]) => void, ...args: unknown[]) => {
   if (tracking && !resumedByQuery) {
     holdStarts.push(resumed);
     holds.push(performance.now() - resumed);
   }
-  const byQuery = fn[QUERY_TURN] === true;
   return original(() => {
     resumed = performance.now();
-    resumedByQuery = byQuery;
+    resumedByQuery = false;
     fn(...args);
   });
 }) as typeof setImmediate;
-/** Marks the query loop's own turns (not holds). */
-const asQueryTurn = (tick: () => void): (() => void) => Object.assign(tick, { [QUERY_TURN]: true as const });
+// a change's first step after the stream's sleep starts from a timer
+const originalTimeout = globalThis.setTimeout;
+globalThis.setTimeout = ((fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
+  originalTimeout(() => {
+    resumed = performance.now();
+    resumedByQuery = false;
+    fn(...args);
+  }, ms)) as typeof setTimeout;
 // Garbage-collection pauses (start, duration, kind), from V8's performance entries.
 const pauses: Array<{ start: number; ms: number; kind: number }> = [];
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) pauses.push({ start: e.startTime, ms: e.duration, kind: (e as unknown as { detail: { kind: number } }).detail.kind });
 }).observe({ entryTypes: ['gc'] });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-// After the query loop's sleep until a query is nearly due, the loop runs on the query's behalf (not a hold).
-const wokeForQuery = (): void => {
-  resumedByQuery = true;
-};
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 const slots = scheduleSlots(engine, mix);
@@ -100,9 +102,11 @@ interface Run {
   readonly wait: number;
   readonly service: number;
   readonly first: boolean;
-  /** When it was due (performance.now()). */
+  /** When it arrived, or was due when the loop asked for it late (performance.now()): its wait starts here. */
   readonly due: number;
 }
+
+const arrivals = new Arrivals();
 
 /** The window measure() ran last (performance.now() times). */
 let window = { start: 0, end: 0 };
@@ -133,12 +137,14 @@ async function measure(streaming: boolean): Promise<Run[]> {
   const end = due + WINDOW_MS;
   window = { start: due, end };
   for (let i = 0; due < end; i = (i + 1) % mix.length) {
-    await untilDue(due, asQueryTurn, wokeForQuery);
+    const from = (await arrivals.at(due)).start;
     const start = performance.now();
     const first = lastGeneration.get(i) !== engine.generation;
     lastGeneration.set(i, engine.generation);
     engine.query('Property', mix[i].odata);
-    runs.push({ family: i, wait: start - due, service: performance.now() - start, first, due });
+    runs.push({ family: i, wait: start - from, service: performance.now() - start, first, due: from });
+    resumed = performance.now(); // what runs next is not the query's
+    resumedByQuery = true;
     due += slots[i];
   }
   tracking = false;
@@ -221,6 +227,7 @@ console.log(
   `latency p95 under the stream / idle: ${mix.map((q, i) => `${q.id} ${ratios[i].toFixed(1)}x`).join(', ')} (${ratios.filter((r) => r <= 2).length} of ${mix.length} within 2x)`,
 );
 if (profiler) whileWaiting((await profiler.post('Profiler.stop')).profile, streamed);
+await arrivals.close();
 
 /**
  * The queries that waited more than `over` ms, by what overlapped their wait: a hold of the loop by

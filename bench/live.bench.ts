@@ -17,13 +17,15 @@
  * - **Query latency**: the comparison's families Q1–Q10 (bench/compare/families.ts: search, geo,
  *   ordered walks, $skip, counts, $apply, a key lookup) issued round-robin on a fixed schedule,
  *   each given a slot of 5× its idle median (at least 2 ms), so idle queries seldom queue behind
- *   each other. Latency is from the query's scheduled start to its answer, so it includes any time
- *   the query waited for the event loop (a change holding it); the service time (start of
- *   `engine.query` to its return) is kept apart. The engine's result cache is off, as in the
- *   comparison: idle, it would answer the repeated queries without running them. Measured idle on the loaded engine, then per
+ *   each other. Each arrives from a thread that sleeps until it is due and posts it to the event
+ *   loop, as a request reaches a server (bench/arrivals.ts): the loop sleeps while it has nothing to
+ *   do. Latency is from the query's arrival to its answer, so it includes any time the query waited
+ *   for the event loop (a change holding it); the service time (start of `engine.query` to its
+ *   return) is kept apart. The engine's result cache is off, as in the comparison: idle, it would
+ *   answer the repeated queries without running them. Measured idle on the loaded engine, then per
  *   update stream (changes applied back to back, or at a fixed rate, in the same event loop) in
  *   alternating idle and streaming windows, so both see the same data and the same background
- *   load; the CPU share of each (CPU time over wall time) tells whether the OS held us back.
+ *   load; how late the arrivals thread woke (p99) tells whether the OS held the process back.
  * - **Throughput**: changes of 100, 1,000 and 10,000 listings applied back to back with no
  *   queries; time per change, listings/s and records/s, the longest event-loop block
  *   (perf_hooks monitorEventLoopDelay), and the memory retained per 100k listing changes (after a
@@ -45,6 +47,7 @@ import { GeneratorContext, type JsonRecord } from '../src/generate/listing.js';
 import { Rng } from '../src/generate/prng.js';
 import { REMARK_PHRASES } from '../src/generate/tables.js';
 import type { ChangeOperation } from '../src/live/change.js';
+import { Arrivals } from './arrivals.js';
 import { FAMILY_IDS, familiesOf, type FamilyId } from './compare/families.js';
 import { BENCH_SEED, benchDataset } from './data.js';
 import { gitCommit, type BenchFile, type BenchOptions, type BenchRow } from './lib.js';
@@ -53,32 +56,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const NOW = (): Date => new Date('2025-06-01T00:00:00Z');
 const seconds = (since: number): number => (performance.now() - since) / 1000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Waits until performance.now() reaches `due`: asleep on a timer until 1.5 ms before (timers fire
- * up to about a millisecond late), then yielding turns of the event loop, so that whatever else
- * the loop has to run (a change's steps) runs in between, as it would in a server. A server with
- * nothing to do waits in the kernel and allocates nothing; a loop yielding turns all the while,
- * a promise a turn (about a million turns a second), made some 64 scavenges a second of the
- * idle windows' 66. The turns are one callback scheduled again (half the garbage of a promise a
- * turn). `tag` marks that callback and `wake` follows each sleep (live-waits tells the loop's
- * own turns from other work's by them).
- */
-export function untilDue(due: number, tag: (tick: () => void) => () => void = (tick) => tick, wake: () => void = () => {}): Promise<void> {
-  return new Promise((resolve) => {
-    const tick = tag(() => {
-      const left = due - performance.now();
-      if (left <= 0) resolve();
-      else if (left > 2) setTimeout(nap, left - 1.5);
-      else setImmediate(tick);
-    });
-    const nap = (): void => {
-      wake();
-      tick();
-    };
-    tick();
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // Memory and statistics
@@ -321,41 +298,40 @@ interface Latencies {
 
 /**
  * Issues the queries round-robin, query i due `slots[i]` ms after the one before it, for
- * `durationMs`; each is timed from when it was due (waiting for the event loop included) and,
- * apart, from when it started. Waits by yielding turns of the event loop (setImmediate), so
- * whatever else the loop runs (a change being applied) runs in between, as it would in a server.
+ * `durationMs`; each arrives from the arrivals thread as a request reaches a server (the event
+ * loop sleeps until then, or runs whatever else it has: a change's steps) and is timed from its
+ * arrival (waiting for the event loop included) and, apart, from when it started.
  */
-async function measureQueries(engine: Engine, mix: readonly Query[], slots: readonly number[], durationMs: number, cpu: CpuShare): Promise<Latencies[]> {
+async function measureQueries(
+  engine: Engine,
+  arrivals: Arrivals,
+  mix: readonly Query[],
+  slots: readonly number[],
+  durationMs: number,
+  late: Lateness,
+): Promise<Latencies[]> {
   const out = mix.map(() => ({ latency: [] as number[], service: [] as number[] }));
-  const cpu0 = process.cpuUsage();
   let due = performance.now() + 1;
-  const start0 = due;
   const end = due + durationMs;
   for (let i = 0; due < end; i = (i + 1) % mix.length) {
-    await untilDue(due);
+    const arrival = await arrivals.at(due);
     const start = performance.now();
     engine.query('Property', mix[i].odata);
     const done = performance.now();
-    out[i].latency.push(done - due);
+    out[i].latency.push(done - arrival.start);
     out[i].service.push(done - start);
+    if (arrival.lateness > 0) late.push(arrival.lateness);
     due += slots[i];
   }
-  const used = process.cpuUsage(cpu0);
-  cpu.cpuMs += (used.user + used.system) / 1000;
-  cpu.wallMs += performance.now() - start0;
   return out;
 }
 
 /**
- * CPU time this process got over wall time while queries were measured. The loop never sleeps
- * then (it spins on setImmediate), so well under 1 means the OS ran other processes instead (a
- * shared machine), and latencies include that wait.
+ * How late the arrivals thread posted the queries it slept for (ms after due), over some windows:
+ * the kernel's timer slack on a quiet machine (tens of microseconds), more when the OS ran other
+ * processes instead (a shared machine), whose latencies then include that wait too.
  */
-interface CpuShare {
-  cpuMs: number;
-  wallMs: number;
-}
-const shareOf = (c: CpuShare): number => c.cpuMs / c.wallMs;
+type Lateness = number[];
 
 /** Event-loop delay (ms) over several runs: the longest, and the worst run's p99. */
 interface LoopDelay {
@@ -444,9 +420,9 @@ interface StreamResult {
   readonly lat: Latencies[];
   readonly stats: StreamStats;
   readonly delay: LoopDelay;
-  /** CPU share while idle and stream windows were measured (see CpuShare). */
-  readonly idleCpu: number;
-  readonly streamCpu: number;
+  /** The arrivals thread's lateness p99 (ms) in the idle and the stream windows (see Lateness). */
+  readonly idleLate: number;
+  readonly streamLate: number;
 }
 
 /** Idle and stream windows per stream (alternating). */
@@ -511,6 +487,7 @@ const bench: BenchFile = {
           [1000, 20],
           [10_000, 5],
         ];
+    const arrivals = new Arrivals();
     try {
       for (const size of options.sizes) {
         const label = size.toLocaleString('en-US');
@@ -531,8 +508,8 @@ const bench: BenchFile = {
         const windowMs = phaseMs / WINDOWS;
         log(`idle query latency on the loaded engine (${(windowMs / 1000).toFixed(1)} s)`);
         settledMemory();
-        const freshCpu: CpuShare = { cpuMs: 0, wallMs: 0 };
-        const fresh = await measureQueries(engine, mix, slots, windowMs, freshCpu);
+        const freshLate: Lateness = [];
+        const fresh = await measureQueries(engine, arrivals, mix, slots, windowMs, freshLate);
 
         // The first change copies the loaded columns into growable arrays: timed on its own.
         log('first change after load (1,000 listing changes)');
@@ -568,25 +545,25 @@ const bench: BenchFile = {
             ranOut: false,
           };
           const delay: LoopDelay = { max: 0, p99: 0 };
-          const idleCpu: CpuShare = { cpuMs: 0, wallMs: 0 };
-          const streamCpu: CpuShare = { cpuMs: 0, wallMs: 0 };
+          const idleLate: Lateness = [];
+          const streamLate: Lateness = [];
           for (let w = 0; w < WINDOWS; w++) {
             log(`stream '${config.name}': window ${w + 1} of ${WINDOWS}, idle then streaming (${(windowMs / 1000).toFixed(1)} s each)`);
             settledMemory();
             const c0 = engine.compactions.count;
-            appendLatencies(idle, await measureQueries(engine, mix, slots, windowMs, idleCpu));
+            appendLatencies(idle, await measureQueries(engine, arrivals, mix, slots, windowMs, idleLate));
             const c1 = engine.compactions.count;
             settledMemory();
             await loopDelay(delay, async () => {
               const stream = startStream(engine, source, config.periodMs, stats);
-              appendLatencies(lat, await measureQueries(engine, mix, slots, windowMs, streamCpu));
+              appendLatencies(lat, await measureQueries(engine, arrivals, mix, slots, windowMs, streamLate));
               await stream.stop();
             });
             stats.compactionsIdle += c1 - c0;
             stats.compactionsStreaming += engine.compactions.count - c1;
           }
           if (stats.ranOut) log(`stream '${config.name}': ran out of generated changes`);
-          streamed.push({ config, idle, lat, stats, delay, idleCpu: shareOf(idleCpu), streamCpu: shareOf(streamCpu) });
+          streamed.push({ config, idle, lat, stats, delay, idleLate: quantile(idleLate, 0.99), streamLate: quantile(streamLate, 0.99) });
           log(`stream '${config.name}': ${stats.generations} generations, ${count(stats.listings / stats.seconds)} listing changes/s`);
         }
 
@@ -683,7 +660,7 @@ const bench: BenchFile = {
           },
         });
         mix.forEach((q, i) => {
-          latencyRow(`${q.id} idle on the loaded engine`, fresh[i], { slotMs: slots[i], cpuShare: shareOf(freshCpu) });
+          latencyRow(`${q.id} idle on the loaded engine`, fresh[i], { slotMs: slots[i], arrivalLatenessP99Ms: quantile(freshLate, 0.99) });
           for (const s of streamed) {
             latencyRow(`${q.id} idle between windows of ${s.config.name}`, s.idle[i]);
             latencyRow(`${q.id} under ${s.config.name}`, s.lat[i], { p95RatioToIdle: quantile(s.lat[i].latency, 0.95) / idleP95(fresh[i], s.idle[i]) });
@@ -703,8 +680,8 @@ const bench: BenchFile = {
               recordsPerSec: s.stats.records / s.stats.seconds,
               loopDelayMaxMs: s.delay.max,
               loopDelayP99Ms: s.delay.p99,
-              idleCpuShare: s.idleCpu,
-              streamCpuShare: s.streamCpu,
+              idleArrivalLatenessP99Ms: s.idleLate,
+              streamArrivalLatenessP99Ms: s.streamLate,
             },
             note: s.stats.ranOut ? 'ran out of generated changes' : undefined,
           });
@@ -741,7 +718,7 @@ const bench: BenchFile = {
           `The first change retained ArrayBuffers ${mb(afterFirst.arrayBuffers - beforeFirst.arrayBuffers)} (resident ${mb(afterFirst.rss - beforeFirst.rss)}). ` +
             `Memory retained per 100k listing changes over the throughput runs (${count(throughputListings)} listing changes, ${count(throughputRecords)} records, after a full GC): resident ${mb(per100k('rss'))}, JS heap ${mb(per100k('heap'))}, ArrayBuffers ${mb(per100k('arrayBuffers'))}.`,
           '',
-          `**Query latency** (ms from the scheduled start to the answer, p50 / p95; one query due every ${ms(round / mix.length)} ms on average, each slot ${SLOT_FACTOR}× its idle median, at least 2 ms; ` +
+          `**Query latency** (ms from the query's arrival to the answer, p50 / p95; one query due every ${ms(round / mix.length)} ms on average, each slot ${SLOT_FACTOR}× its idle median, at least 2 ms; ` +
             `${WINDOWS} idle and ${WINDOWS} stream windows of ${(windowMs / 1000).toFixed(1)} s alternate per stream)`,
           '',
           `| query | idle, loaded engine | ${streamed.map((s) => `idle between | under ${s.config.name} | p95 / the lower idle p95`).join(' | ')} |`,
@@ -757,12 +734,13 @@ const bench: BenchFile = {
           ...streamed.map(
             (s) =>
               `Under ${s.config.name}: ${s.stats.generations} generations published in ${s.stats.seconds.toFixed(1)} s of streaming (automatic compactions finished: ${s.stats.compactionsStreaming} in its stream windows, ${s.stats.compactionsIdle} in the idle windows between), ${count(s.stats.listings / s.stats.seconds)} listing changes/s (${count(s.stats.records / s.stats.seconds)} records/s), ` +
-              `${ms(quantile(s.stats.applyMs, 0.5))} ms a change (p95 ${ms(quantile(s.stats.applyMs, 0.95))}); event-loop delay p99 ${ms(s.delay.p99)} ms (worst window), max ${ms(s.delay.max)} ms; ${s.lat.reduce((a, l) => a + l.latency.length, 0)} queries; CPU share ${s.idleCpu.toFixed(2)} idle, ${s.streamCpu.toFixed(2)} streaming.${s.stats.ranOut ? ' (Ran out of generated changes.)' : ''}`,
+              `${ms(quantile(s.stats.applyMs, 0.5))} ms a change (p95 ${ms(quantile(s.stats.applyMs, 0.95))}); event-loop delay p99 ${ms(s.delay.p99)} ms (worst window), max ${ms(s.delay.max)} ms; ${s.lat.reduce((a, l) => a + l.latency.length, 0)} queries; arrivals thread late by p99 ${ms(s.idleLate)} ms idle, ${ms(s.streamLate)} ms streaming.${s.stats.ranOut ? ' (Ran out of generated changes.)' : ''}`,
           ),
         );
         markdown.push(md.join('\n'));
       }
     } finally {
+      await arrivals.close();
       rmSync(work, { recursive: true, force: true });
     }
     const command = [

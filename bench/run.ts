@@ -5,8 +5,11 @@
  * which runs just that family in bench/compare.bench.ts; `--peers` and `--load-timeout` are the
  * comparison's. Runs every selected bench/*.bench.ts in its own child process (clean heap figures), then writes
  * bench/results/<timestamp>.json (with machine, Node version, date and commit) and prints a
- * markdown table. Progress goes to stderr. RESO_BENCH_V8 adds V8 flags to the child processes (for
- * example `--heap-growing-percent=100`, to measure a process setting beside V8's defaults).
+ * markdown table. Progress goes to stderr. The children run as the service does (`npm start`):
+ * with `--v8-pool-size=0`, V8's background threads one fewer than the cores (DESIGN.md, "Process
+ * settings"). RESO_BENCH_V8 adds V8 flags to the child processes after those (for example
+ * `--heap-growing-percent=100`, or `--v8-pool-size=4` for Node's default), to measure a process
+ * setting beside them.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -87,6 +90,7 @@ async function main(): Promise<void> {
       [
         '--expose-gc',
         '--max-old-space-size=16384',
+        '--v8-pool-size=0',
         ...(process.env.RESO_BENCH_V8 ?? '').split(' ').filter(Boolean),
         '--import',
         'tsx',
