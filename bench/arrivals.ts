@@ -32,8 +32,26 @@ parentPort.on('message', (due) => {
 });
 `;
 
-/** The process's monotonic clock (ms), which every thread shares, minus this thread's performance.now(). */
-const hrOffset = (): number => Number(process.hrtime.bigint()) / 1e6 - performance.now();
+/**
+ * The process's monotonic clock (ms), which every thread shares, minus this thread's
+ * performance.now(): from the reading of the shared clock bracketed most tightly by two of
+ * performance.now() (a first call of either can take a millisecond, which would shift every
+ * arrival by as much).
+ */
+function hrOffset(): number {
+  let best = Infinity;
+  let offset = 0;
+  for (let i = 0; i < 32; i++) {
+    const before = performance.now();
+    const hr = Number(process.hrtime.bigint()) / 1e6;
+    const after = performance.now();
+    if (after - before < best) {
+      best = after - before;
+      offset = hr - (before + after) / 2;
+    }
+  }
+  return offset;
+}
 
 export interface Arrival {
   /** When the query is timed from (performance.now()): its arrival, or its due time when the loop asked late. */
