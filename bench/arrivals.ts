@@ -6,11 +6,11 @@
  * The live bench first waited on the event loop itself, spinning on setImmediate for the last
  * 1.5 ms before each query (timers fire up to a millisecond late). Those turns allocated about
  * 400 MB/s, some 30 scavenges a second at 100k that a server waiting in the kernel does not make,
- * and a query due during one waited for it (BENCHMARKS.md "Live: queries that arrive, not a loop
- * that spins"). Here the event loop sleeps while it has nothing to do.
+ * and a query due during one waited for it (BENCHMARKS.md "Live: queries that arrive, and a core
+ * for the event loop"). Here the event loop sleeps while it has nothing to do.
  *
  * Times are this thread's performance.now(). A query arrives when the thread posts it: the thread
- * wakes a few tens of microseconds after the due time (the kernel's timer slack), and that
+ * wakes 0.05-0.3 ms after the due time here (the kernel's timer slack), and that
  * lateness is the thread's, not the engine's, so a query is timed from its arrival. When the
  * event loop asks for a query only after it was due (the loop was busy), it arrives at once and is
  * timed from when it was due, so that the wait counts (it runs then without a round trip).
