@@ -181,7 +181,7 @@ interface Change {
   readonly records: number;
 }
 
-/** A change of a stream: its operations parsed from the feed's text when taken. */
+/** A change of a stream: its operations as the feed's text gives them when taken. */
 interface StreamedChange extends Omit<Change, 'operations'> {
   take(): ChangeOperation[];
 }
@@ -266,18 +266,28 @@ export class Feed {
   }
 
   /**
-   * `changes` held as the JSON text a feed sends (Buffers, outside the JS heap), each parsed when
-   * it is applied (`take`): a stream's changes made beforehand as objects would sit in the heap the
-   * queries run in (about 500 MB for the 1,000-listing stream at 100k) and make every mark-compact
-   * mark them, which a service parsing each change as it arrives never does; and the parsed records
-   * are handed to the engine, not kept beside it while the change applies (the engine drops them
-   * once read).
+   * `changes` held as the text a feed sends (Buffers, outside the JS heap), handed to the engine
+   * when it is applied (`take`): a stream's changes made beforehand as objects would sit in the heap
+   * the queries run in (about 500 MB for the 1,000-listing stream at 100k) and make every
+   * mark-compact mark them, which a service taking each change as it arrives never does.
+   *
+   * Each upsert goes as JSON Lines bytes (`upsertLines`), which the engine reads in steps straight
+   * from the bytes. With `RESO_BENCH_FEED=json` the change is one JSON text parsed whole on the
+   * event loop when taken, its records handed over as values (how the bench fed the engine before:
+   * BENCHMARKS.md "Live: a change's records read from its bytes in steps").
    */
   stream(batches: number, n: number): Iterator<StreamedChange> {
+    const whole = process.env.RESO_BENCH_FEED === 'json';
     const packed = Array.from({ length: batches }, () => {
       const c = this.change(n);
-      const json = Buffer.from(JSON.stringify(c.operations));
-      return { take: () => JSON.parse(json.toString('utf8')) as ChangeOperation[], listings: c.listings, records: c.records };
+      if (whole) {
+        const json = Buffer.from(JSON.stringify(c.operations));
+        return { take: () => JSON.parse(json.toString('utf8')) as ChangeOperation[], listings: c.listings, records: c.records };
+      }
+      const operations: ChangeOperation[] = c.operations.map((op) =>
+        'upsert' in op ? { resource: op.resource, upsertLines: Buffer.from(op.upsert.map((r) => JSON.stringify(r)).join('\n')) } : op,
+      );
+      return { take: () => operations, listings: c.listings, records: c.records };
     });
     return packed.values();
   }

@@ -7,8 +7,9 @@
  * Steps, in order; the work between two `await`s is one chunk of records or one structure, so a
  * large change never holds the event loop for long (queries keep running on the published
  * generation meanwhile):
- * 1. Each operation in the order given. An upsert reads its records into a batch Table (the
- *    loader's own rules and errors) in chunks of CHUNK_RECORDS and appends each chunk to the
+ * 1. Each operation in the order given. An upsert reads its records (values, or JSON Lines bytes
+ *    read straight from the bytes: upsert-input.ts) into a batch Table (the loader's own rules
+ *    and errors) in chunks of CHUNK_RECORDS and appends each chunk to the
  *    table (`TableAppender`: new rows after the newest, older tables untouched); the row a key
  *    had before becomes dead. A removal marks the key's row dead. A listing that is replaced
  *    hands its children to its new row; a removed listing's children die with it. A replaced
@@ -20,7 +21,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { Pacer, runNow, runYielding, type Steps } from '../util/steps.js';
+import { Pacer, runYielding, type Steps } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -42,6 +43,7 @@ import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { BatchReader, loadBatch } from '../store/append/batch.js';
+import { upsertInputSteps } from './upsert-input.js';
 import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, ListLayer, childComparator, type ChildIndex, type Children } from '../store/children.js';
@@ -58,9 +60,14 @@ export const CHUNK_RECORDS = 512;
 /** Words of a dead bitmap copied between two check points (64 KB). */
 const DEAD_COPY_WORDS = 1 << 14;
 
-/** One operation of a change. */
+/**
+ * One operation of a change: records to upsert, as values or as JSON Lines bytes (one JSON object
+ * per line, blank lines skipped: what a feed or a request body brings, read in steps without
+ * parsing it whole; see upsert-input.ts), or keys to remove.
+ */
 export type ChangeOperation =
   | { readonly resource: RecordResourceName; readonly upsert: readonly unknown[] }
+  | { readonly resource: RecordResourceName; readonly upsertLines: Uint8Array }
   | { readonly resource: RecordResourceName; readonly remove: readonly string[] };
 
 export interface ChangeSummary {
@@ -100,7 +107,13 @@ export function checkOperations(operations: unknown): ChangeOperation[] {
     }
     const resource = o.resource as RecordResourceName;
     const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
-    if (has('upsert') === has('remove')) throw new QueryError('InvalidChange', `${at}: give exactly one of upsert (records) or remove (keys).`);
+    if (Number(has('upsert')) + Number(has('upsertLines')) + Number(has('remove')) !== 1)
+      throw new QueryError('InvalidChange', `${at}: give exactly one of upsert (records), upsertLines (JSON Lines bytes) or remove (keys).`);
+    if (has('upsertLines')) {
+      if (!(o.upsertLines instanceof Uint8Array))
+        throw new QueryError('InvalidChange', `${at}: upsertLines must be bytes (a Uint8Array or Buffer) of ${resource} records, one JSON object per line.`);
+      return { resource, upsertLines: o.upsertLines };
+    }
     if (has('upsert')) {
       if (!Array.isArray(o.upsert)) throw new QueryError('InvalidChange', `${at}: upsert must be a list of ${resource} records.`);
       return { resource, upsert: o.upsert as unknown[] };
@@ -324,17 +337,20 @@ export class ChangeWriter {
         return;
       }
       const def = CATALOG[r];
-      const { records: upserts, numbers } = await runYielding(lastVersionsSteps(op.upsert, def.key), pacer);
-      upserted += op.upsert.length;
-      await runYielding(appenders[r].reserveSteps(upserts.length), pacer);
-      for (let at = 0; at < upserts.length; at += CHUNK_RECORDS) {
+      const input = await runYielding(upsertInputSteps(op, def.key), pacer);
+      upserted += input.given;
+      await runYielding(appenders[r].reserveSteps(input.count), pacer);
+      for (let at = 0; at < input.count; at += CHUNK_RECORDS) {
         // records read one at a time with check points between; reading the batch's columns and
         // appending them is the chunk's one step that grows with the table's field count
-        const size = Math.min(CHUNK_RECORDS, upserts.length - at);
-        const reader = await runYielding(BatchReader.steps(r, { parent: def.parent ? tables.Property : undefined, now: this.clock }), pacer);
-        const line = (l: number): number => numbers[at + l - 1];
+        const size = Math.min(CHUNK_RECORDS, input.count - at);
+        const reader = await runYielding(
+          BatchReader.steps(r, { parent: def.parent ? tables.Property : undefined, now: this.clock, label: input.label }),
+          pacer,
+        );
+        const line = (l: number): number => input.number(at + l - 1);
         for (let i = 0; i < size; i++) {
-          renumbered(() => reader.add(upserts[at + i], i + 1), line);
+          renumbered(() => input.read(reader, at + i, i + 1), line);
           if (pacer.due()) await pacer.turn();
         }
         const batch = await runYielding(renumberedSteps(reader.finishSteps(), line), pacer);
@@ -369,8 +385,8 @@ export class ChangeWriter {
           if (p >= 0 && isDead('Property', p)) {
             throw new DataError({
               code: 'MissingParent',
-              file: `${r} records`,
-              line: numbers[at + row - before.rowCount],
+              file: input.label,
+              line: input.number(at + row - before.rowCount),
               field: def.parent!.field,
               reason: `${def.parent!.field} '${link.get(row)}' names a listing that was removed`,
             });
@@ -531,40 +547,6 @@ export function keepFirstEntry(table: Table, row: number, first: number): void {
   put(original);
   if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
 }
-
-/**
- * The records of an upsert list with only the last version of each key (an earlier version of the
- * same key in one list is replaced at once: the loader would refuse it as a DuplicateKey), and
- * each kept record's 1-based number in the list. Records without a string key stay, for the
- * loader to report.
- */
-export function lastVersions(records: readonly unknown[], key: string): { records: unknown[]; numbers: number[] } {
-  return runNow(lastVersionsSteps(records, key));
-}
-
-/** `lastVersions` in steps, a check point every RECORD_CHECK records (a record's key is a property read of a large object, cold). */
-function* lastVersionsSteps(records: readonly unknown[], key: string): Steps<{ records: unknown[]; numbers: number[] }> {
-  const keyOf = (r: unknown): unknown => (r !== null && typeof r === 'object' ? (r as Record<string, unknown>)[key] : undefined);
-  const last = new Map<string, number>();
-  for (let i = 0; i < records.length; i++) {
-    const k = keyOf(records[i]);
-    if (typeof k === 'string') last.set(k, i);
-    if (i % RECORD_CHECK === RECORD_CHECK - 1) yield;
-  }
-  const kept: unknown[] = [];
-  const numbers: number[] = [];
-  for (let i = 0; i < records.length; i++) {
-    const k = keyOf(records[i]);
-    if (typeof k === 'string' && last.get(k) !== i) continue;
-    kept.push(records[i]);
-    numbers.push(i + 1);
-    if (i % RECORD_CHECK === RECORD_CHECK - 1) yield;
-  }
-  return { records: kept, numbers };
-}
-
-/** Records keyed between two check points of `lastVersionsSteps` (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed). */
-const RECORD_CHECK = 8;
 
 /** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
 export function renumbered<T>(read: () => T, number: (line: number) => number): T {

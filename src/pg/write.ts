@@ -32,7 +32,8 @@
  */
 import type pg from 'pg';
 import { QueryError } from '../errors.js';
-import { checkOperations, CHUNK_RECORDS, keepFirstEntry, lastVersions, renumbered, type ChangeOperation, type ChangeSummary } from '../live/change.js';
+import { checkOperations, CHUNK_RECORDS, keepFirstEntry, type ChangeOperation, type ChangeSummary } from '../live/change.js';
+import { readBatch, upsertInputSteps, type UpsertInput } from '../live/upsert-input.js';
 import { CATALOG } from '../schema/catalog.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { TableSchema } from '../schema/table-schema.js';
@@ -55,6 +56,7 @@ import { DataError } from '../store/errors.js';
 import { eventRecord, sourceOf, type EventOf } from '../store/events.js';
 import { newLookupRecords, type LookupRecord } from '../store/lookups.js';
 import { Table } from '../store/table.js';
+import { runNow } from '../util/steps.js';
 import { transaction } from './connect.js';
 import { arrayText, encodeFeedText, encodeField, fieldColumns, hasFeedText } from './encode.js';
 import {
@@ -249,6 +251,13 @@ class TermDeltas {
 }
 
 /** The children of one listing in the in-memory writer's list order (see `cascadeOrder`). */
+/** Kept records [at, at + size) of an upsert: one statement's rows. */
+interface Chunk {
+  readonly input: UpsertInput;
+  readonly at: number;
+  readonly size: number;
+}
+
 interface ChildRow {
   readonly key: string;
   readonly listing: string;
@@ -298,22 +307,20 @@ class PgChange {
       else await this.removeChildren(r, op.remove);
       return;
     }
-    const def = CATALOG[r];
-    const { records, numbers } = lastVersions(op.upsert, def.key);
-    this.upserted += op.upsert.length;
-    for (let at = 0; at < records.length; at += CHUNK_RECORDS) {
-      const chunk = records.slice(at, at + CHUNK_RECORDS);
-      const number = (line: number): number => numbers[at + line - 1];
-      if (r === 'Property') await this.upsertListings(chunk, number);
-      else if (r === 'Member' || r === 'Office') await this.upsertRoster(r, chunk, number);
-      else await this.upsertChildren(r, chunk, number);
+    const input = runNow(upsertInputSteps(op));
+    this.upserted += input.given;
+    for (let at = 0; at < input.count; at += CHUNK_RECORDS) {
+      const chunk: Chunk = { input, at, size: Math.min(CHUNK_RECORDS, input.count - at) };
+      if (r === 'Property') await this.upsertListings(chunk);
+      else if (r === 'Member' || r === 'Office') await this.upsertRoster(r, chunk);
+      else await this.upsertChildren(r, chunk);
     }
   }
 
   // ---- upserts -------------------------------------------------------------------------------
 
-  private async upsertListings(chunk: readonly unknown[], number: (line: number) => number): Promise<void> {
-    const batch = renumbered(() => loadBatch('Property', chunk, { now: this.clock }), number);
+  private async upsertListings(chunk: Chunk): Promise<void> {
+    const batch = readBatch(chunk.input, 'Property', chunk.at, chunk.size, { now: this.clock });
     await this.admit('Property', batch);
     const schema = this.schemas.Property;
     const keys = Array.from({ length: batch.rowCount }, (_, row) => batch.keyOf(row));
@@ -354,19 +361,20 @@ class PgChange {
     this.changed = true;
   }
 
-  private async upsertRoster(r: 'Member' | 'Office', chunk: readonly unknown[], number: (line: number) => number): Promise<void> {
-    const batch = renumbered(() => loadBatch(r, chunk, { now: this.clock }), number);
+  private async upsertRoster(r: 'Member' | 'Office', chunk: Chunk): Promise<void> {
+    const batch = readBatch(chunk.input, r, chunk.at, chunk.size, { now: this.clock });
     await this.admit(r, batch);
     for (let row = 0; row < batch.rowCount; row++) this.events.push({ resource: r, key: batch.keyOf(row), source: sourceOf(batch, row, batch, null) });
     await this.upsertRows(r, insertColumns(this.schemas[r], batch), batch.rowCount);
     this.changed = true;
   }
 
-  private async upsertChildren(r: ChildResourceName, chunk: readonly unknown[], number: (line: number) => number): Promise<void> {
+  private async upsertChildren(r: ChildResourceName, chunk: Chunk): Promise<void> {
     const link = CATALOG[r].parent!;
     // the listings the chunk names that the database has: live ones (with their source) and removed ones
     const named = new Set<string>();
-    for (const rec of chunk) {
+    for (let k = chunk.at; k < chunk.at + chunk.size; k++) {
+      const rec = chunk.input.value(k);
       const v = rec !== null && typeof rec === 'object' ? (rec as Record<string, unknown>)[link.field] : undefined;
       if (typeof v === 'string') named.add(v);
     }
@@ -380,7 +388,7 @@ class PgChange {
       [...live.keys(), ...removed].map((k) => ({ ListingKey: k })),
       { now: this.clock },
     );
-    const batch = renumbered(() => loadBatch(r, chunk, { parent, now: this.clock }), number);
+    const batch = readBatch(chunk.input, r, chunk.at, chunk.size, { parent, now: this.clock });
     await this.admit(r, batch);
     const parentRow = (batch.column(link.field) as ParentKeyColumn).parentRow;
     const linked = this.linked.get(r)!;
@@ -394,8 +402,8 @@ class PgChange {
       if (listing !== null && removed.has(listing)) {
         throw new DataError({
           code: 'MissingParent',
-          file: `${r} records`,
-          line: number(row + 1),
+          file: chunk.input.label,
+          line: chunk.input.number(chunk.at + row),
           field: link.field,
           reason: `${link.field} '${listing}' names a listing that was removed`,
         });

@@ -461,6 +461,8 @@ export function createHandler(options: HandlerOptions): Handler {
         allowed.push({ resource: r, remove: keys });
         continue;
       }
+      // a JSON body cannot hold bytes: checkOperations refuses upsertLines from one
+      if (!('upsert' in op)) throw new QueryError('InvalidChange', `${r}: over HTTP an upsert is a list of records (upsert).`);
       const def = CATALOG[r];
       for (const [i, record] of op.upsert.entries()) {
         if (record === null || typeof record !== 'object' || Array.isArray(record)) continue;

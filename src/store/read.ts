@@ -40,7 +40,8 @@ function open(file: string, gzip: boolean): Source {
   return { chunks: gunzip, bytesRead: () => raw.bytesRead };
 }
 
-function isBlank(b: Buffer, s: number, e: number): boolean {
+/** Whether b[s, e) holds only spaces, tabs and carriage returns (a blank line of JSON Lines). */
+export function isBlank(b: Buffer, s: number, e: number): boolean {
   for (let i = s; i < e; i++) {
     const c = b[i];
     if (c !== 32 && c !== 9 && c !== 13) return false;

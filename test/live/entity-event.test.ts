@@ -103,6 +103,7 @@ class Model {
         }
         continue;
       }
+      if (!('upsert' in op)) throw new Error('the model takes upserts as lists of records');
       for (const rec of op.upsert as Rec[]) {
         const key = rec[KEYS[r]] as string;
         this.live[r].set(key, rec);

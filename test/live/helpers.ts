@@ -298,6 +298,7 @@ export class LiveModel {
         notFound += counts.notFound;
         continue;
       }
+      if (!('upsert' in op)) throw new Error('the model takes upserts as lists of records');
       const failure = next.upsert(op.resource as QueryResource, op.upsert);
       if (failure !== null) return { failure };
       upserted += op.upsert.length;

@@ -177,6 +177,8 @@ interface Step {
   parts: Part[];
   /** Single-operation changes through engine.upsert/remove rather than apply. */
   single: boolean;
+  /** Upserts given to engine.apply as JSON Lines bytes (upsertLines) rather than lists of records. */
+  lines: boolean;
   failure: Failure | null;
   /** engine.compact() after the change. */
   compact: boolean;
@@ -231,6 +233,7 @@ const ORDERS = [
 const stepArb: fc.Arbitrary<Step> = fc.record({
   parts: fc.array(partArb, { minLength: 1, maxLength: 3 }),
   single: fc.boolean(),
+  lines: fc.boolean(),
   failure: fc.oneof({ arbitrary: fc.constant(null), weight: 5 }, { arbitrary: fc.constantFrom(...(Object.keys(FAILURES) as Failure[])), weight: 1 }),
   compact: fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
   query: fc.record({ filter: filterArb, orderby: fc.constantFrom(...ORDERS) }),
@@ -462,6 +465,14 @@ function failingTail(f: Failure, work: LiveModel): ChangeOperation[] {
   }
 }
 
+/** A step's operations as engine.apply is given them: with `lines`, each upsert list as JSON Lines bytes. */
+function given(step: Step, ops: readonly ChangeOperation[]): ChangeOperation[] {
+  if (!step.lines) return [...ops];
+  return ops.map((op) =>
+    'upsert' in op && Array.isArray(op.upsert) ? { resource: op.resource, upsertLines: Buffer.from(op.upsert.map((r) => JSON.stringify(r)).join('\n')) } : op,
+  );
+}
+
 /** Applies a step to the engine (its change, then the compaction it asks for) and returns the records live after it. */
 async function runStep(engine: Engine, model: LiveModel, step: Step, names: Names): Promise<LiveModel> {
   const after = await runChange(engine, model, step, names);
@@ -483,7 +494,7 @@ async function runChange(engine: Engine, model: LiveModel, step: Step, names: Na
     }
   }
   if (step.failure !== null) {
-    const err = await rejectionOf(engine.apply([...ops, ...failingTail(step.failure, work)]));
+    const err = await rejectionOf(engine.apply(given(step, [...ops, ...failingTail(step.failure, work)])));
     expect(err.code, `failing change (${step.failure}): ${err.message}`).toBe(FAILURES[step.failure]);
     return model;
   }
@@ -492,8 +503,8 @@ async function runChange(engine: Engine, model: LiveModel, step: Step, names: Na
   const [op] = ops;
   const summary =
     step.single && ops.length === 1
-      ? await ('remove' in op ? engine.remove(op.resource, op.remove) : engine.upsert(op.resource, op.upsert))
-      : await engine.apply(ops);
+      ? await ('remove' in op ? engine.remove(op.resource, op.remove) : 'upsert' in op ? engine.upsert(op.resource, op.upsert) : engine.apply(ops))
+      : await engine.apply(given(step, ops));
   expect(summary, 'change summary').toEqual(expected.summary);
   return expected.model;
 }

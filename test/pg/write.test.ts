@@ -431,6 +431,29 @@ describe.skipIf(pgSkip).each(LAYOUTS)('writes on PostgreSQL agree with the in-me
     });
     await p.expectSame('bad in the second chunk');
   });
+
+  it('records given as JSON Lines bytes: the same rows, summaries and errors (numbered by line)', async () => {
+    const p = await Pair.open();
+    const lines = (...rows: Array<Rec | string>): Buffer => Buffer.from(rows.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n'));
+    const fresh = { ...listing(1), ListingKey: 'L-1', ListingId: 'L-1', PublicRemarks: 'Lineborne quuxbar remarks' };
+    expect(
+      await p.apply(
+        [
+          { resource: 'Property', upsertLines: lines(fresh, '', { ...fresh, City: 'Later version' }) },
+          { resource: 'Media', upsertLines: lines({ ...mediaOf(listing(1).ListingKey as string)[0], MediaKey: 'L-1-M1', ResourceRecordKey: 'L-1' }) },
+        ],
+        'lines',
+      ),
+    ).toMatchObject({ summary: { upserted: 3, removed: 0, notFound: 0 } });
+    await p.expectSame('lines');
+    expect(await p.apply([{ resource: 'Property', upsertLines: lines(fresh, '', '{"ListingKey": ') }], 'malformed line')).toMatchObject({
+      error: { code: 'BadDataLine', message: expect.stringContaining('Property.jsonl line 3') as string },
+    });
+    expect(
+      await p.apply([{ resource: 'Media', upsertLines: lines({ ...mediaOf(WM)[0], MediaKey: 'L-1-M2', ResourceRecordKey: 'NO-SUCH' }) }], 'orphan'),
+    ).toMatchObject({ error: { code: 'MissingParent', message: expect.stringContaining('Media.jsonl line 1') as string } });
+    await p.expectSame('after the failing changes');
+  });
 });
 
 describe.skipIf(pgSkip).each(LAYOUTS)('the HTTP write cases on the default data set (%s)', (kind) => {

@@ -305,6 +305,8 @@ describe('admin method and body errors', () => {
     await refused(w, await post(w, '$changes', ops({ resource: 'Property', upsert: [], remove: [] })), 'InvalidChange');
     await refused(w, await post(w, '$changes', ops({ resource: 'Property', remove: [5] })), 'InvalidChange');
     await refused(w, await post(w, '$changes', ops({ resource: 'Property', upsert: {} })), 'InvalidChange');
+    // a JSON body cannot carry the engine's JSON Lines bytes: text in their place is refused, never read unchecked
+    await refused(w, await post(w, '$changes', ops({ resource: 'Property', upsertLines: JSON.stringify(newListing('W-8')) })), 'InvalidChange');
     // the engine's DataErrors
     await refused(w, await post(w, 'Property', [newListing('W-8'), newListing('W-9', { ListPrice: 'x' })]), 'BadFieldValue');
     await refused(w, await post(w, 'Property', [{ OriginatingSystemName: 'CRMLS', City: 'No key' }]), 'MissingKey');

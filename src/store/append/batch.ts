@@ -20,6 +20,8 @@ export interface BatchOptions {
   readonly parent?: Table;
   /** The clock for the batch's DaysOnMarket (the appended generations use the table's clock). */
   readonly now?: () => number;
+  /** The records' name in errors (default `<Resource> records`, numbered by record; a name like `Property.jsonl` numbers by line). */
+  readonly label?: string;
 }
 
 /** Batches loaded by `loadBatch` against a parent: batch -> that Property table. */
@@ -53,6 +55,7 @@ export class BatchReader {
       },
       slots,
     );
+    if (options.label !== undefined) this.builder.file = options.label;
   }
 
   /** A reader made in steps (its builder's field slots a few at a time: a change makes one per chunk between queries). */
@@ -65,6 +68,12 @@ export class BatchReader {
   /** Reads the next record (`line`: its 1-based number, for errors). */
   add(record: unknown, line: number): void {
     this.builder.addValue(record, line);
+    this.count++;
+  }
+
+  /** Reads the next record from the bytes src[s, e) of a JSON object (the loader's byte scanner; `line` as for `add`). */
+  addBytes(src: Buffer, s: number, e: number, line: number): void {
+    this.builder.addBytes(src, s, e, line);
     this.count++;
   }
 

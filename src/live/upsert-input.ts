@@ -1,0 +1,141 @@
+/**
+ * The records of one upsert operation, as the writers read them: a list of values
+ * (`{ resource, upsert: [records] }`) or JSON Lines bytes (`{ resource, upsertLines }`, one
+ * JSON object per line, as a feed or a request body brings them).
+ *
+ * Lines are read in steps: each line's byte range found and its key read (a `JSON.parse` of the
+ * line, the object dropped at once), then the batch reader takes each kept line's bytes with the
+ * loader's byte scanner (`BatchReader.addBytes`), so no record becomes a JavaScript object that
+ * outlives its step. Parsing a 100-listing change's text whole (261 KB of JSON) held the event
+ * loop 1.3 ms at once, and its objects lived until read (BENCHMARKS.md "Live: a change's records
+ * read from its bytes in steps").
+ *
+ * Only the last version of a key is kept (the loader refuses a key twice in one batch as a
+ * DuplicateKey); a record or line without a string key stays, for the reader to report.
+ */
+import { CATALOG } from '../schema/catalog.js';
+import type { RecordResourceName } from '../schema/types.js';
+import { BatchReader, type BatchOptions } from '../store/append/batch.js';
+import { DataError } from '../store/errors.js';
+import { isBlank } from '../store/read.js';
+import type { Table } from '../store/table.js';
+import type { Steps } from '../util/steps.js';
+
+export interface UpsertInput {
+  /** Records given (blank lines not counted). */
+  readonly given: number;
+  /** Records kept: the last version of each key, in the order given. */
+  readonly count: number;
+  /** The records' name in errors: `Property records` (numbered by record) or `Property.jsonl` (by line). */
+  readonly label: string;
+  /** Kept record k's number in what was given (its record number, or its line). */
+  number(k: number): number;
+  /** Reads kept record k into `reader` as the batch's record `line`. */
+  read(reader: BatchReader, k: number, line: number): void;
+  /** Kept record k as a value (a line parsed again; undefined for a line that is not JSON). */
+  value(k: number): unknown;
+}
+
+/** Records keyed between two check points (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed); a line, parsed, is a check point of its own. */
+const KEY_CHECK = 8;
+
+/** The records of an upsert operation, keyed in steps (`key`: the resource's key field). */
+export function* upsertInputSteps(
+  op:
+    | { readonly resource: RecordResourceName; readonly upsert: readonly unknown[] }
+    | { readonly resource: RecordResourceName; readonly upsertLines: Uint8Array },
+  key: string = CATALOG[op.resource].key,
+): Steps<UpsertInput> {
+  if ('upsert' in op) {
+    const records = op.upsert;
+    const keys = new Array<unknown>(records.length);
+    for (let i = 0; i < records.length; i++) {
+      keys[i] = keyOf(records[i], key);
+      if (i % KEY_CHECK === KEY_CHECK - 1) yield;
+    }
+    const kept = yield* lastOfKeysSteps(keys);
+    return {
+      given: records.length,
+      count: kept.length,
+      label: `${op.resource} records`,
+      number: (k) => kept[k] + 1,
+      read: (reader, k, line) => reader.add(records[kept[k]], line),
+      value: (k) => records[kept[k]],
+    };
+  }
+  const bytes = Buffer.from(op.upsertLines.buffer, op.upsertLines.byteOffset, op.upsertLines.byteLength);
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const lines: number[] = [];
+  const keys: unknown[] = [];
+  // a UTF-8 byte order mark is dropped, blank lines skipped, as the loader reads a .jsonl file
+  let pos = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  for (let line = 1; pos < bytes.length; line++) {
+    const nl = bytes.indexOf(10, pos);
+    const end = nl < 0 ? bytes.length : nl;
+    if (!isBlank(bytes, pos, end)) {
+      starts.push(pos);
+      ends.push(end);
+      lines.push(line);
+      keys.push(keyOf(parsed(bytes, pos, end), key));
+      yield; // a line parsed is tens of microseconds between queries: a check point each
+    }
+    pos = end + 1;
+  }
+  const kept = yield* lastOfKeysSteps(keys);
+  const label = `${op.resource}.jsonl`;
+  return {
+    given: keys.length,
+    count: kept.length,
+    label,
+    number: (k) => lines[kept[k]],
+    read: (reader, k, line) => reader.addBytes(bytes, starts[kept[k]], ends[kept[k]], line),
+    value: (k) => parsed(bytes, starts[kept[k]], ends[kept[k]]),
+  };
+}
+
+/**
+ * Reads kept records [at, at + size) into a batch Table at once (the PostgreSQL writer's chunks),
+ * errors numbered as in what was given.
+ */
+export function readBatch(input: UpsertInput, resource: RecordResourceName, at: number, size: number, options: BatchOptions): Table {
+  const reader = new BatchReader(resource, { ...options, label: input.label });
+  try {
+    for (let i = 0; i < size; i++) input.read(reader, at + i, i + 1);
+    return reader.finish();
+  } catch (e) {
+    throw e instanceof DataError && e.line > 0
+      ? new DataError({ code: e.code, file: e.file, line: input.number(at + e.line - 1), field: e.field, reason: e.reason })
+      : e;
+  }
+}
+
+/** Indexes of the values to keep: each string key's last, and every value without one. */
+function* lastOfKeysSteps(keys: readonly unknown[]): Steps<number[]> {
+  const last = new Map<string, number>();
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    if (typeof k === 'string') last.set(k, i);
+    if (i % KEY_CHECK === KEY_CHECK - 1) yield;
+  }
+  const kept: number[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    if (typeof k !== 'string' || last.get(k) === i) kept.push(i);
+    if (i % KEY_CHECK === KEY_CHECK - 1) yield;
+  }
+  return kept;
+}
+
+function keyOf(record: unknown, key: string): unknown {
+  return record !== null && typeof record === 'object' ? (record as Record<string, unknown>)[key] : undefined;
+}
+
+/** A line's JSON value, or undefined when it is not JSON (the reader reports it). */
+function parsed(bytes: Buffer, s: number, e: number): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8', s, e)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
