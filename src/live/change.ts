@@ -21,7 +21,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { Pacer, runYielding, type Steps } from '../util/steps.js';
+import { Pacer, runYielding } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -43,7 +43,7 @@ import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { searchTokenSources } from '../search/indexes.js';
 import { BatchReader, loadBatch } from '../store/append/batch.js';
-import { upsertInputSteps } from './upsert-input.js';
+import { renumbered, renumberedSteps, upsertInputSteps } from './upsert-input.js';
 import { TableAppender } from '../store/append/table-appender.js';
 import { clearBit, getBit, newBitmap, setBit } from '../util/bits.js';
 import { ChildOverlay, ListLayer, childComparator, type ChildIndex, type Children } from '../store/children.js';
@@ -546,26 +546,4 @@ export function keepFirstEntry(table: Table, row: number, first: number): void {
   };
   put(original);
   if (!(onMarket && getBit(onMarket.validity, row))) put(reference);
-}
-
-/** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
-export function renumbered<T>(read: () => T, number: (line: number) => number): T {
-  try {
-    return read();
-  } catch (e) {
-    throw renumberedError(e, number);
-  }
-}
-
-/** `renumbered` for a read in steps. */
-function* renumberedSteps<T>(read: Steps<T>, number: (line: number) => number): Steps<T> {
-  try {
-    return yield* read;
-  } catch (e) {
-    throw renumberedError(e, number);
-  }
-}
-
-function renumberedError(e: unknown, number: (line: number) => number): unknown {
-  return e instanceof DataError && e.line > 0 ? new DataError({ code: e.code, file: e.file, line: number(e.line), field: e.field, reason: e.reason }) : e;
 }

@@ -17,7 +17,7 @@ import { CATALOG } from '../schema/catalog.js';
 import type { RecordResourceName } from '../schema/types.js';
 import { BatchReader, type BatchOptions } from '../store/append/batch.js';
 import { DataError } from '../store/errors.js';
-import { isBlank } from '../store/read.js';
+import { LineSplitter } from '../store/read.js';
 import type { Table } from '../store/table.js';
 import type { Steps } from '../util/steps.js';
 
@@ -35,6 +35,9 @@ export interface UpsertInput {
   /** Kept record k as a value (a line parsed again; undefined for a line that is not JSON). */
   value(k: number): unknown;
 }
+
+/** Bytes of JSON Lines split into lines between two check points. */
+const SPLIT_SLICE = 64 * 1024;
 
 /** Records keyed between two check points (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed); a line, parsed, is a check point of its own. */
 const KEY_CHECK = 8;
@@ -64,23 +67,27 @@ export function* upsertInputSteps(
     };
   }
   const bytes = Buffer.from(op.upsertLines.buffer, op.upsertLines.byteOffset, op.upsertLines.byteLength);
+  // the lines as the loader splits a .jsonl file (blank lines skipped, a byte order mark dropped),
+  // a slice of the bytes at a time; a line that spans two slices is joined into a buffer of its own
+  const srcs: Buffer[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
   const lines: number[] = [];
+  const splitter = new LineSplitter((b, s, e, line) => {
+    srcs.push(b);
+    starts.push(s);
+    ends.push(e);
+    lines.push(line);
+  });
+  for (let at = 0; at < bytes.length; at += SPLIT_SLICE) {
+    splitter.push(bytes.subarray(at, at + SPLIT_SLICE));
+    yield;
+  }
+  splitter.end();
   const keys: unknown[] = [];
-  // a UTF-8 byte order mark is dropped, blank lines skipped, as the loader reads a .jsonl file
-  let pos = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  for (let line = 1; pos < bytes.length; line++) {
-    const nl = bytes.indexOf(10, pos);
-    const end = nl < 0 ? bytes.length : nl;
-    if (!isBlank(bytes, pos, end)) {
-      starts.push(pos);
-      ends.push(end);
-      lines.push(line);
-      keys.push(keyOf(parsed(bytes, pos, end), key));
-      yield; // a line parsed is tens of microseconds between queries: a check point each
-    }
-    pos = end + 1;
+  for (let i = 0; i < starts.length; i++) {
+    keys.push(keyOf(parsed(srcs[i], starts[i], ends[i]), key));
+    yield; // a line parsed is tens of microseconds between queries: a check point each
   }
   const kept = yield* lastOfKeysSteps(keys);
   const label = `${op.resource}.jsonl`;
@@ -89,8 +96,8 @@ export function* upsertInputSteps(
     count: kept.length,
     label,
     number: (k) => lines[kept[k]],
-    read: (reader, k, line) => reader.addBytes(bytes, starts[kept[k]], ends[kept[k]], line),
-    value: (k) => parsed(bytes, starts[kept[k]], ends[kept[k]]),
+    read: (reader, k, line) => reader.addBytes(srcs[kept[k]], starts[kept[k]], ends[kept[k]], line),
+    value: (k) => parsed(srcs[kept[k]], starts[kept[k]], ends[kept[k]]),
   };
 }
 
@@ -100,16 +107,36 @@ export function* upsertInputSteps(
  */
 export function readBatch(input: UpsertInput, resource: RecordResourceName, at: number, size: number, options: BatchOptions): Table {
   const reader = new BatchReader(resource, { ...options, label: input.label });
+  return renumbered(
+    () => {
+      for (let i = 0; i < size; i++) input.read(reader, at + i, i + 1);
+      return reader.finish();
+    },
+    (line) => input.number(at + line - 1),
+  );
+}
+
+/** Runs a batch read, giving a DataError the record's number in the whole operation (not the chunk's). */
+export function renumbered<T>(read: () => T, number: (line: number) => number): T {
   try {
-    for (let i = 0; i < size; i++) input.read(reader, at + i, i + 1);
-    return reader.finish();
+    return read();
   } catch (e) {
-    throw e instanceof DataError && e.line > 0
-      ? new DataError({ code: e.code, file: e.file, line: input.number(at + e.line - 1), field: e.field, reason: e.reason })
-      : e;
+    throw renumberedError(e, number);
   }
 }
 
+/** `renumbered` for a read in steps. */
+export function* renumberedSteps<T>(read: Steps<T>, number: (line: number) => number): Steps<T> {
+  try {
+    return yield* read;
+  } catch (e) {
+    throw renumberedError(e, number);
+  }
+}
+
+function renumberedError(e: unknown, number: (line: number) => number): unknown {
+  return e instanceof DataError && e.line > 0 ? new DataError({ code: e.code, file: e.file, line: number(e.line), field: e.field, reason: e.reason }) : e;
+}
 /** Indexes of the values to keep: each string key's last, and every value without one. */
 function* lastOfKeysSteps(keys: readonly unknown[]): Steps<number[]> {
   const last = new Map<string, number>();

@@ -40,8 +40,7 @@ function open(file: string, gzip: boolean): Source {
   return { chunks: gunzip, bytesRead: () => raw.bytesRead };
 }
 
-/** Whether b[s, e) holds only spaces, tabs and carriage returns (a blank line of JSON Lines). */
-export function isBlank(b: Buffer, s: number, e: number): boolean {
+function isBlank(b: Buffer, s: number, e: number): boolean {
   for (let i = s; i < e; i++) {
     const c = b[i];
     if (c !== 32 && c !== 9 && c !== 13) return false;
@@ -71,8 +70,8 @@ interface Splitter {
   end(): void;
 }
 
-/** JSON Lines: one record per line; blank lines are skipped; a UTF-8 byte order mark is dropped. */
-class LineSplitter implements Splitter {
+/** JSON Lines: one record per line; blank lines are skipped; a UTF-8 byte order mark is dropped. Push chunks, then `end`. */
+export class LineSplitter implements Splitter {
   line = 0;
   private carry: Buffer | null = null;
   private first = true;

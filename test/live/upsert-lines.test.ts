@@ -46,6 +46,8 @@ describe('upserts given as JSON Lines bytes', () => {
       values[1],
       { resource: 'Media', upsertLines: jsonLines(media) },
     ];
+    // more than the 64 KB slice the lines are split in: a line spans two slices
+    expect((lines[0] as { upsertLines: Uint8Array }).upsertLines.length).toBeGreaterThan(64 * 1024);
     const a = await openEngine(dataSetOf(BASE), { compactFraction: false });
     const b = await openEngine(dataSetOf(BASE), { compactFraction: false });
     const summary = await a.apply(values);
