@@ -3,8 +3,9 @@
  * resources as ONE transaction, with the in-memory change writer's semantics (src/live/change.ts,
  * DESIGN.md "Change" and "EntityEvent") and its own code wherever it can serve:
  *
- * - Records are read by the loader's batch path (`loadBatch`, in chunks of CHUNK_RECORDS with the
- *   record numbers of the whole operation), so a bad record is the same DataError, and nothing is
+ * - Records (values or JSON Lines bytes, the last version of each key) are read by the loader's
+ *   batch path (`readBatch` of src/live/upsert-input.ts, in chunks of CHUNK_RECORDS with the record
+ *   or line numbers of the whole operation), so a bad record is the same DataError, and nothing is
  *   written: the transaction rolls back. A batch's fit to its table (SchemaMismatch, new fields)
  *   is `schema-fit.ts`'s; a new field is added with ALTER TABLE in the same transaction and the
  *   schema in `#meta` grows with it.
@@ -250,7 +251,6 @@ class TermDeltas {
   }
 }
 
-/** The children of one listing in the in-memory writer's list order (see `cascadeOrder`). */
 /** Kept records [at, at + size) of an upsert: one statement's rows. */
 interface Chunk {
   readonly input: UpsertInput;
@@ -258,6 +258,7 @@ interface Chunk {
   readonly size: number;
 }
 
+/** The children of one listing in the in-memory writer's list order (see `cascadeOrder`). */
 interface ChildRow {
   readonly key: string;
   readonly listing: string;
