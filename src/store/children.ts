@@ -7,6 +7,7 @@
  */
 import type { OrderKey } from '../schema/types.js';
 import { runNow, type Steps } from '../util/steps.js';
+import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
 import { compareUtf8 } from './bytes.js';
 import { ParentKeyColumn } from './columns.js';
@@ -166,17 +167,8 @@ export class ListLayer {
 
   /** The index of `parent` in `parents`, or -1. */
   find(parent: number): number {
-    const ps = this.parents;
-    let lo = 0;
-    let hi = ps.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const v = ps[mid];
-      if (v === parent) return mid;
-      if (v < parent) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
+    const i = lowerBound(this.parents, parent);
+    return i < this.parents.length && this.parents[i] === parent ? i : -1;
   }
 
   listAt(i: number): Uint32Array {
