@@ -338,7 +338,7 @@ async function measureQueries(
 
 /**
  * How late the arrivals thread posted the queries it slept for (ms after due), over some windows:
- * the kernel's timer slack on a quiet machine (tens of microseconds), more when the OS ran other
+ * the kernel's timer slack on a quiet machine (p99 0.1-0.3 ms on this one), more when the OS ran other
  * processes instead (a shared machine), whose latencies then include that wait too.
  */
 type Lateness = number[];
