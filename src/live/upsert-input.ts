@@ -3,10 +3,10 @@
  * (`{ resource, upsert: [records] }`) or JSON Lines bytes (`{ resource, upsertLines }`, one
  * JSON object per line, as a feed or a request body brings them).
  *
- * Lines are read in steps: each line's byte range found and its key read (a `JSON.parse` of the
- * line, the object dropped at once), then the batch reader takes each kept line's bytes with the
- * loader's byte scanner (`BatchReader.addBytes`), so no record becomes a JavaScript object that
- * outlives its step. Parsing a 100-listing change's text whole (261 KB of JSON) held the event
+ * Lines are read in steps: each line's byte range found and its key read from its bytes
+ * (`topLevelString`: the line checked as JSON, no object made), then the batch reader takes each
+ * kept line's bytes with the loader's byte scanner (`BatchReader.addBytes`), so no record becomes
+ * a JavaScript object. Parsing a 100-listing change's text whole (261 KB of JSON) held the event
  * loop 1.3 ms at once, and its objects lived until read (BENCHMARKS.md "Live: a change's records
  * read from its bytes in steps").
  *
@@ -17,6 +17,7 @@ import { CATALOG } from '../schema/catalog.js';
 import type { RecordResourceName } from '../schema/types.js';
 import { BatchReader, type BatchOptions } from '../store/append/batch.js';
 import { DataError } from '../store/errors.js';
+import { topLevelString } from '../store/json-scan.js';
 import { LineSplitter } from '../store/read.js';
 import type { Table } from '../store/table.js';
 import type { Steps } from '../util/steps.js';
@@ -32,14 +33,14 @@ export interface UpsertInput {
   number(k: number): number;
   /** Reads kept record k into `reader` as the batch's record `line`. */
   read(reader: BatchReader, k: number, line: number): void;
-  /** Kept record k as a value (a line parsed again; undefined for a line that is not JSON). */
+  /** Kept record k as a value (a line parsed; undefined for a line that is not JSON). */
   value(k: number): unknown;
 }
 
 /** Bytes of JSON Lines split into lines between two check points. */
 const SPLIT_SLICE = 64 * 1024;
 
-/** Records keyed between two check points (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed); a line, parsed, is a check point of its own. */
+/** Records keyed between two check points (about a microsecond each in a change: a property read of a large, cold object and a fresh string hashed); a line, scanned, is a check point of its own. */
 const KEY_CHECK = 8;
 
 /** The records of an upsert operation, keyed in steps (`key`: the resource's key field). */
@@ -86,8 +87,8 @@ export function* upsertInputSteps(
   splitter.end();
   const keys: unknown[] = [];
   for (let i = 0; i < starts.length; i++) {
-    keys.push(keyOf(parsed(srcs[i], starts[i], ends[i]), key));
-    yield; // a line parsed is tens of microseconds between queries: a check point each
+    keys.push(topLevelString(srcs[i], starts[i], ends[i], key));
+    yield; // a line scanned is a few microseconds between queries: a check point each
   }
   const kept = yield* lastOfKeysSteps(keys);
   const label = `${op.resource}.jsonl`;
