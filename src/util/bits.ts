@@ -9,8 +9,16 @@ export function newBitmap(bits: number): Uint32Array {
   return new Uint32Array(wordsFor(bits));
 }
 
+/**
+ * Whether bit i is set (false past the bitmap's end). The bound is checked here rather than left to
+ * the read: V8 inlines this into the hot loops of every query with the feedback of all its callers,
+ * and one read past the end anywhere made every inlined read return "a word or undefined", so each
+ * word with its top bit set (a full validity word) came back as a heap-allocated number: 16 bytes of
+ * garbage a row in those loops (BENCHMARKS.md "Live: a change's garbage").
+ */
 export function getBit(bitmap: Uint32Array, i: number): boolean {
-  return (bitmap[i >>> 5] & (1 << (i & 31))) !== 0;
+  const w = i >>> 5;
+  return w < bitmap.length && (bitmap[w] & (1 << (i & 31))) !== 0;
 }
 
 export function setBit(bitmap: Uint32Array, i: number): void {

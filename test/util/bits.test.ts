@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newBitmap, setBit, setBitPositionsInto } from '../../src/util/bits.js';
+import { getBit, newBitmap, setBit, setBitPositionsInto } from '../../src/util/bits.js';
 
 describe('setBitPositionsInto', () => {
   it('writes the set bits ascending, as a scan of every bit would, and returns their count', () => {
@@ -16,5 +16,14 @@ describe('setBitPositionsInto', () => {
       expect(setBitPositionsInto(bitmap, out)).toBe(expected.length);
       expect([...out]).toEqual(expected);
     }
+  });
+});
+
+describe('getBit', () => {
+  it('reads each bit of a full word, and false past the end of the bitmap', () => {
+    const bitmap = new Uint32Array([0xffffffff, 0x80000001]);
+    for (let i = 0; i < 32; i++) expect(getBit(bitmap, i)).toBe(true);
+    expect([32, 33, 62, 63].map((i) => getBit(bitmap, i))).toEqual([true, false, false, true]);
+    for (const i of [64, 65, 95, 1 << 20]) expect(getBit(bitmap, i)).toBe(false);
   });
 });
