@@ -51,8 +51,8 @@ export interface RankOptions {
   readonly tieRank?: ArrayLike<number>;
 }
 
-/** One cache per base index and term, filled on first use (base indexes are frozen, so never stale). */
-function perTerm<V>(cache: WeakMap<FieldIndex, Map<number, V>>, index: FieldIndex, termId: number, make: () => V): V {
+/** One cache per base index (or view) and term, filled on first use (base indexes and views are immutable, so never stale). */
+function perTerm<K extends object, V>(cache: WeakMap<K, Map<number, V>>, index: K, termId: number, make: () => V): V {
   let perIndex = cache.get(index);
   if (!perIndex) {
     perIndex = new Map();
@@ -136,14 +136,30 @@ function viewTerm(view: SearchView, id: number): ViewTerm {
     max = impacts.max * grow;
   }
   const tail = view.tailPostings(id);
-  if (tail) {
-    const lengths = view.tailLengths;
-    for (let p = 0; p < tail.end; p++) {
-      const s = termScore(w, tail.tfs[p], lengths[tail.rows[p] - base.rowCount], norm) * (1 + BOUND_SLACK);
-      if (s > max) max = s;
-    }
-  }
+  if (tail)
+    max = Math.max(
+      max,
+      perTerm(tailBounds, view, id, () => tailBound(view, tail, w, norm)),
+    );
   return { id, w, start, end, impacts, same, grow, tail, max };
+}
+
+/**
+ * The highest score a term's appended postings reach in a view, kept per view: a common term's
+ * appended postings are thousands after a few thousand listing changes, and every query of the
+ * generation asked for the same bound.
+ */
+const tailBounds = new WeakMap<SearchView, Map<number, number>>();
+
+function tailBound(view: SearchView, tail: TailPostings, w: number, norm: number): number {
+  const lengths = view.tailLengths;
+  const first = view.base.rowCount;
+  let max = 0;
+  for (let p = 0; p < tail.end; p++) {
+    const s = termScore(w, tail.tfs[p], lengths[tail.rows[p] - first], norm) * (1 + BOUND_SLACK);
+    if (s > max) max = s;
+  }
+  return max;
 }
 
 /** The term's view score (weight 1) in a row, or -1 when the row does not hold it. */
@@ -199,23 +215,6 @@ export function rankSearch(target: FieldIndex | SearchView, search: PreparedSear
   const { base } = view;
   // Scores are summed in query-term order, exactly as the full evaluation does, so they are bit-identical.
 
-  // Appended rows first (scored in full): they can only raise the k-th best the walk must beat.
-  const tail = d.tail;
-  if (tail) {
-    const lengths = view.tailLengths;
-    for (let p = 0; p < tail.end; p++) {
-      const row = tail.rows[p];
-      if (isDeadIn(dead, row) || (accept && !accept(row))) continue;
-      let score = 0;
-      let j = 0;
-      for (; j < terms.length; j++) {
-        const s = j === driverAt ? termScore(d.w, tail.tfs[p], lengths[row - base.rowCount], norm) : scoreIn(view, terms[j], row, norm);
-        if (s < 0) break;
-        score += s;
-      }
-      if (j === terms.length) heap.offer(row, score, tie ? tie[row] : row);
-    }
-  }
   if (d.impacts) {
     const { rows, tfs, lengths } = base;
     const m = terms.length;
@@ -241,6 +240,29 @@ export function rankSearch(target: FieldIndex | SearchView, search: PreparedSear
         score += c !== null ? c[q - starts[j]] : termScore(terms[j].w, tfs[q], lengths[row], norm);
       }
       if (j === m) heap.offer(row, score, tie ? tie[row] : row);
+    }
+  }
+  // Appended rows after the base walk, whose k-th best they must beat: a row whose driver score
+  // plus the other terms' bounds falls short is skipped without looking its other terms up (after
+  // 16,000 listing changes at 100k, a common term had 9,641 appended postings, each scored in full
+  // before the walk: 0.8 ms of a 0.03 ms search).
+  const tail = d.tail;
+  if (tail) {
+    const lengths = view.tailLengths;
+    for (let p = 0; p < tail.end; p++) {
+      const row = tail.rows[p];
+      if (isDeadIn(dead, row)) continue;
+      const driverScore = termScore(d.w, tail.tfs[p], lengths[row - base.rowCount], norm);
+      if (heap.full && (driverScore + othersMax) * (1 + BOUND_SLACK) < heap.threshold) continue;
+      if (accept && !accept(row)) continue;
+      let score = 0;
+      let j = 0;
+      for (; j < terms.length; j++) {
+        const s = j === driverAt ? driverScore : scoreIn(view, terms[j], row, norm);
+        if (s < 0) break;
+        score += s;
+      }
+      if (j === terms.length) heap.offer(row, score, tie ? tie[row] : row);
     }
   }
   const { ids: rows, values } = heap.drain();
