@@ -41,7 +41,8 @@ import {
 import { eventRecord, nextSequence, sourceOf, type EventOf } from '../store/events.js';
 import { type SearchView } from '../search/live.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
-import { searchTokenSources } from '../search/indexes.js';
+import { searchTermSource } from '../search/indexes.js';
+import type { TermLookup } from '../search/postings.js';
 import { BatchReader, loadBatch } from '../store/append/batch.js';
 import { renumbered, renumberedSteps, upsertInputSteps } from './upsert-input.js';
 import { TableAppender } from '../store/append/table-appender.js';
@@ -493,10 +494,10 @@ export class ChangeWriter {
     const propertyDead = dead.Property ?? newBitmap(to);
     const removedRows = Uint32Array.from(killed.Property);
     await pacer.check();
-    const tokens = searchTokenSources(property, { fewRows: true });
     const search = {} as Record<SearchFieldName, SearchView>;
     for (const f of SEARCH_FIELDS) {
-      const change = { from, to, dead: propertyDead, removed: removedRows, tokensOf: tokens[f] };
+      const termsOf = (lookup: TermLookup) => searchTermSource(property, f, lookup, true);
+      const change = { from, to, dead: propertyDead, removed: removedRows, termsOf };
       search[f] = await runYielding(g0.access.search[f].nextSteps(change), pacer);
     }
     const points = {} as Record<PointField, PointView>;

@@ -7,7 +7,7 @@ import { isAscii } from 'node:buffer';
 import { getBit } from '../util/bits.js';
 import type { Table } from '../store/table.js';
 import { Utf8TextColumn } from '../store/columns.js';
-import { buildFieldIndex, buildFieldIndexOfSteps, type FieldIndex, type FieldIndexBuilder } from './postings.js';
+import { buildFieldIndex, buildFieldIndexOfSteps, type FieldIndex, type TermLookup } from './postings.js';
 import type { TermRoom } from './terms.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { SEARCH_FIELDS, SEARCH_FIELD_SOURCES, type SearchFieldName } from '../schema/search-fields.js';
@@ -52,8 +52,8 @@ export function buildSearchIndexes(rowCount: number, read: ValueReader): SearchI
 /** Appends a row's tokens (of one source field, or of a whole search field). */
 export type TokenSource = (row: number, out: string[]) => void;
 
-/** Adds a row's tokens (of one source field, or of a whole search field) to a FieldIndexBuilder, as term ids where it can. */
-type TermSource = (row: number, builder: FieldIndexBuilder) => void;
+/** Adds a row's tokens (of one source field, or of a whole search field) to a term lookup (an index builder, or a live view's appended rows), as term ids where it can. */
+type TermSource = (row: number, lookup: TermLookup) => void;
 
 /**
  * A token emitter reading the column directly. Lookup and collection values repeat across rows, so
@@ -75,20 +75,30 @@ function tokenSource(table: Table, field: string, fewRows: boolean): TokenSource
 }
 
 /**
- * What tokenSource emits, added to `builder`: a dictionary entry's tokens are looked up once, as
- * term ids of this builder's index, and free text is tokenized into it without a string per token
- * (through a token table of the column's own).
+ * What tokenSource emits, added to `lookup`: a dictionary entry's tokens are looked up once, as
+ * term ids of its index, and free text is tokenized into it without a string per token (through a
+ * token table of the column's own); `fewRows` as for columnSource.
  */
-function termSource(table: Table, field: string, builder: FieldIndexBuilder): TermSource | null {
-  const tokens = builder.tokenTable();
-  return columnSource<FieldIndexBuilder, Int32Array>(
+function termSource(table: Table, field: string, lookup: TermLookup, fewRows = false): TermSource | null {
+  const tokens = lookup.tokenTable();
+  return columnSource<TermLookup, Int32Array>(
     table,
     field,
-    (value) => builder.termsOfText(value),
+    (value) => lookup.termsOfText(value),
     (ids, b) => b.addTerms(ids),
     (text, b) => b.addText(text, tokens),
     (bytes, start, end, b, ascii) => (ascii ? b.addAscii(bytes, start, end, tokens) : b.addUtf8(bytes, start, end, tokens)),
+    fewRows,
   );
+}
+
+/**
+ * One search field's row source adding each row's terms to `lookup` (an index builder, or a live
+ * view's appended rows: `fewRows`, see columnSource).
+ */
+export function searchTermSource(table: Table, field: SearchFieldName, lookup: TermLookup, fewRows = false): (row: number) => void {
+  const source = fieldSource(table, field, (column) => termSource(table, column, lookup, fewRows));
+  return (row) => source(row, lookup);
 }
 
 /**
@@ -139,8 +149,9 @@ function columnSource<S, V>(
     case 'text':
       if (c instanceof Utf8TextColumn && emitUtf8) {
         const { bytes, offsets, validity } = c;
-        // One check of the whole column (fast in node:buffer) spares one per row in the common case.
-        const ascii = isAscii(bytes.subarray(0, offsets[table.rowCount]));
+        // One check of the whole column (fast in node:buffer) spares one per row in the common case;
+        // not for a change's few rows of a large table (each row is checked as it is read)
+        const ascii = !fewRows && isAscii(bytes.subarray(0, offsets[table.rowCount]));
         return (row, sink) => {
           if (getBit(validity, row)) emitUtf8(bytes, offsets[row], offsets[row + 1], sink, ascii);
         };
@@ -184,10 +195,10 @@ function fieldSource<S>(table: Table, field: SearchFieldName, of: (column: strin
 }
 
 /**
- * Per search field, the emitter of a row's tokens (not yet address-normalized), read straight from
- * the table's columns: what buildSearchIndexesOfTable indexes, and what a live update passes as
- * `tokensOf` for a new generation's table (src/search/live.ts), with `fewRows` since it reads only
- * the rows the change appended (see columnSource).
+ * Per search field, the emitter of a row's tokens as strings (not yet address-normalized), read
+ * straight from the table's columns: the tokens buildSearchIndexesOfTable indexes, for callers that
+ * want them as text (the PostgreSQL backend's term tables); `fewRows` for a few rows of a large
+ * table (see columnSource). The index builders and a live change take term ids (searchTermSource).
  */
 export function searchTokenSources(table: Table, { fewRows = false }: { readonly fewRows?: boolean } = {}): Record<SearchFieldName, TokenSource> {
   const out = {} as Record<SearchFieldName, TokenSource>;
@@ -210,12 +221,9 @@ export function buildSearchIndexesOfTable(table: Table): SearchIndexes {
  * `pairs` (term, row) pairs and for `terms` made at the start when given.
  */
 export function searchIndexOfTableSteps(table: Table, field: SearchFieldName, pairs?: number, terms?: TermRoom): Steps<FieldIndex> {
-  return buildFieldIndexOfSteps(
-    table.rowCount,
-    (builder) => {
-      const source = fieldSource(table, field, (column) => termSource(table, column, builder));
-      return (row) => source(row, builder);
-    },
-    { address: field === 'RawAddressSearchText', pairs, terms },
-  );
+  return buildFieldIndexOfSteps(table.rowCount, (builder) => searchTermSource(table, field, builder), {
+    address: field === 'RawAddressSearchText',
+    pairs,
+    terms,
+  });
 }

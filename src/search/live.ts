@@ -37,12 +37,12 @@
  * Contract of `next` (checked where cheap, else trusted): it extends the newest view of its lineage
  * when it appends rows (`from` = this view's rowCount = the highest row appended so far; a change
  * that only removes may start from any view); `removed` lists each newly dead row once, and every
- * row set in `dead` but alive before is in `removed`; `tokensOf` gives an appended row the tokens
- * it is indexed with.
+ * row set in `dead` but alive before is in `removed`; `termsOf` (or `tokensOf`) gives an appended
+ * row the tokens it is indexed with.
  */
 import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
-import type { FieldIndex } from './postings.js';
+import { TermLookup, TokenTable, type FieldIndex } from './postings.js';
 import { Lexicon, lexiconOf, type Vocabulary } from './lexicon.js';
 import { normalizeAddressToken } from './tokenize.js';
 import { runNow, type Steps } from '../util/steps.js';
@@ -52,9 +52,8 @@ import { Uint32List } from '../util/uint32-list.js';
 const REMOVED_STEP = 256;
 
 /**
- * A row's tokens resolved to term ids, or its postings appended to the tail, between two check
- * points: each is a dictionary look-up or a map read at random (0.3-1 µs between queries' work),
- * and a listing's keyword text has a few hundred tokens.
+ * A row's postings appended to the tail between two check points: each is a map read at random
+ * (0.3-1 µs between queries' work), and a listing's keyword text has a few hundred distinct terms.
  */
 const TOKEN_STEP = 48;
 
@@ -78,11 +77,78 @@ export interface SearchChange {
   /** Rows that became dead in this change (base rows or earlier appended rows, or rows appended by this very change), each once. */
   readonly removed: ArrayLike<number>;
   /**
-   * Appends the tokens of an appended row of this field, in field order, exactly as the index
-   * builder tokenizes them (already tokenized; address normalization is applied by the view for
-   * address fields, as buildFieldIndex does).
+   * The row source of this field's appended rows: made for the view's term lookup, it adds an
+   * appended row's tokens to it in field order, exactly as the index builder tokenizes them
+   * (`searchTermSource` with `fewRows`, what a live change gives). One of termsOf and tokensOf.
    */
-  readonly tokensOf: (row: number, out: string[]) => void;
+  readonly termsOf?: (lookup: TermLookup) => (row: number) => void;
+  /**
+   * Appends the tokens of an appended row of this field as strings, in field order (address
+   * normalization is the view's): the same as termsOf, slower, for callers with strings at hand.
+   */
+  readonly tokensOf?: (row: number, out: string[]) => void;
+}
+
+/**
+ * The term ids of a change's appended rows, pushed to `ids` in order: tokens the lineage's token
+ * table has cost no string; a token it lacks is resolved as a string once (address-normalized for
+ * the address field): a base term, a tail term, or a term new to the lineage, which gets the id it
+ * will have once the change adds it (`fresh`, in first-appearance order) and is not entered in the
+ * table, since the change may yet fail.
+ */
+class AppendedTerms extends TermLookup {
+  protected readonly shared: TokenTable;
+  /** Terms new to the lineage, in first appearance; the first's id is `committed`. */
+  readonly fresh: string[] = [];
+  private readonly freshIds = new Map<string, number>();
+  /** The lineage's term count before this change: ids below it are the table's to keep. */
+  private readonly committed: number;
+
+  constructor(
+    private readonly base: FieldIndex,
+    private readonly tail: Tail,
+    private readonly address: boolean,
+    private readonly ids: Uint32List,
+  ) {
+    super();
+    this.shared = tail.tokens;
+    this.committed = tail.firstId + tail.terms.length;
+  }
+
+  tokenTable(): TokenTable {
+    return this.shared;
+  }
+
+  protected add(id: number): void {
+    this.ids.push(id);
+  }
+
+  protected newTerm(token: string): number {
+    const term = this.address ? normalizeAddressToken(token) : token;
+    const baseId = this.base.terms.id(term);
+    if (baseId >= 0) return baseId;
+    const id = this.tail.termIds.get(term) ?? this.freshIds.get(term);
+    if (id !== undefined) return id;
+    const fresh = this.committed + this.fresh.length;
+    this.freshIds.set(term, fresh);
+    this.fresh.push(term);
+    return fresh;
+  }
+
+  protected override keeps(id: number): boolean {
+    return id < this.committed;
+  }
+}
+
+/** A change's row source from its token strings (SearchChange.tokensOf). */
+function stringSource(tokensOf: SearchChange['tokensOf'], terms: AppendedTerms): (row: number) => void {
+  if (tokensOf === undefined) throw new TypeError('SearchView.next: the change gives neither termsOf nor tokensOf');
+  const tokens: string[] = [];
+  return (row) => {
+    tokens.length = 0;
+    tokensOf(row, tokens);
+    for (let i = 0; i < tokens.length; i++) terms.addToken(tokens[i]);
+  };
 }
 
 /** A term's postings among appended rows, bounded to one view: rows[0, end) ascending, with tfs. */
@@ -125,6 +191,11 @@ class Tail implements Vocabulary {
   readonly terms: string[] = [];
   readonly termIds = new Map<string, number>();
   readonly lists = new Map<number, TailList>();
+  /**
+   * Tokens of appended rows (as the tokenizer gives them) to their term ids: base terms and the
+   * tail's own, never a term a change has not added yet (see AppendedTerms).
+   */
+  readonly tokens = new TokenTable();
   /** Token count of appended row r at lengths[r - base.rowCount]. */
   lengths = new Uint32Array(64);
   /** Rows appended so far end here: only a view with this row count may append. */
@@ -231,7 +302,7 @@ export class SearchView {
    * read: its dead holders are counted when a query asks (`liveDocFreq`), its length is known.
    */
   *nextSteps(change: SearchChange): Steps<SearchView> {
-    const { from, to, dead, removed, tokensOf } = change;
+    const { from, to, dead, removed } = change;
     const { base } = this;
     if (from !== this.rowCount || !(to >= from) || !Number.isInteger(to)) {
       throw new RangeError(`SearchView.next: appended rows [${from}, ${to}) do not start at the view's row count ${this.rowCount}`);
@@ -240,41 +311,21 @@ export class SearchView {
     const { tail } = this;
     if (to > from && tail.rowCount !== from)
       throw new Error(`SearchView.next: only the newest view of its lineage (row count ${tail.rowCount}) can append rows; this one has ${from}`);
-    const normalize = this.address ? normalizeAddressToken : null;
-    const tokens: string[] = [];
-    const read = (row: number): void => {
-      tokens.length = 0;
-      tokensOf(row, tokens);
-      if (normalize) for (let i = 0; i < tokens.length; i++) tokens[i] = normalize(tokens[i]);
-    };
-
-    // 1. Read every appended row's tokens and resolve them to term ids first (tokensOf is the only
-    //    outside code), and check the removed rows, so that a throw leaves the shared tail
-    //    untouched. A term new to the lineage gets the id it will have once added (ids follow
-    //    first appearance). Each row's token strings are dropped once it is read: only ids are kept.
-    const fresh: string[] = [];
-    const freshIds = new Map<string, number>();
-    const idOf = (t: string): number => {
-      const baseId = base.terms.id(t);
-      if (baseId >= 0) return baseId;
-      const id = tail.termIds.get(t) ?? freshIds.get(t);
-      if (id !== undefined) return id;
-      freshIds.set(t, tail.firstId + tail.terms.length + fresh.length);
-      fresh.push(t);
-      return tail.firstId + tail.terms.length + fresh.length - 1;
-    };
+    // 1. Read every appended row's terms first (termsOf is the only outside code), and check the
+    //    removed rows, so that a throw leaves the shared tail as it was (its token table may have
+    //    learnt the ids of terms it already had). A term new to the lineage gets the id it will
+    //    have once added (ids follow first appearance). A row's terms are looked up without a
+    //    string per token (AppendedTerms): a row is one piece between check points.
     const appendedIds = new Uint32List();
+    const terms = new AppendedTerms(base, tail, this.address, appendedIds);
+    const termsOf = change.termsOf?.(terms) ?? stringSource(change.tokensOf, terms);
     const appendedEnds = new Uint32Array(to - from + 1);
     for (let row = from; row < to; row++) {
-      read(row);
-      yield;
-      for (let i = 0; i < tokens.length; i++) {
-        appendedIds.push(idOf(tokens[i]));
-        if (i % TOKEN_STEP === TOKEN_STEP - 1) yield;
-      }
+      termsOf(row);
       appendedEnds[row - from + 1] = appendedIds.length;
       yield;
     }
+    const { fresh } = terms;
     // the removed rows: each alive before and dead now, listed once; their token counts leave the total
     const once = new Set<number>();
     let removedLength = 0;

@@ -130,70 +130,35 @@ export class TokenTable {
 }
 
 /**
- * Builds one field's index in two passes: rows are added in order (each row's tokens, as term ids,
- * counted into (term, tf) pairs), then the pairs are scattered into the per-term postings.
+ * A row's tokens looked up as term ids without a string per token: the tokenizer's ASCII rule runs
+ * inline over the text's char codes (or a UTF-8 column's bytes), lower-casing into a scratch
+ * buffer, and a token table (open addressing over the token's characters) gives its term id; a
+ * string is made only for a token the table lacks. Text outside ASCII goes through `tokenize` (NFKD
+ * and the rest) and is looked up by its tokens. The table is keyed by the token as the tokenizer
+ * gives it; for an address field its entry holds the id of the token's normalized form
+ * (normalizeAddressToken), which is what the index stores.
  *
- * The first pass is where the time goes (about a hundred tokens per listing in the keyword field),
- * so a token is looked up without a string of its own: the tokenizer's ASCII rule runs inline over
- * the text's char codes (or a UTF-8 column's bytes), lower-casing into a scratch buffer, and an
- * open-addressing table over the token's characters gives its term id; a string is made only for a
- * token seen for the first time. Text outside ASCII goes through `tokenize` (NFKD and the rest)
- * and is looked up by its tokens. The table is keyed by the token as the tokenizer gives it; for an
- * address field its entry holds the id of the token's normalized form (normalizeAddressToken),
- * which is what the index stores. Term ids are given in first-seen order of the normalized term,
- * exactly as a Map lookup per token would give them.
+ * What a term id is for (`add`) and what a token the table lacks is (`newTerm`) are the
+ * subclass's: FieldIndexBuilder (a build) and a live view's appended rows (search/live.ts).
  */
-export class FieldIndexBuilder {
-  // The terms, as bytes (terms.ts): a term is made a string only when first seen.
-  private readonly terms: TermDictionaryBuilder;
+export abstract class TermLookup {
   // The token being looked up: its characters and its hash (FNV-1a over the UTF-16 code units).
   private chars: Uint16Array = new Uint16Array(256);
   // The token table of tokens not given a source's own (tokenTable).
-  private readonly shared: TokenTable;
-  // Per term: document frequency, and its index among the current row's distinct terms (or -1).
-  private df: Int32Array;
-  private seen: Int32Array;
-  // The current row's distinct terms with their counts, and its token count.
-  private rowTerms: Int32Array = new Int32Array(256);
-  private rowCounts: Int32Array = new Int32Array(256);
-  private distinct = 0;
-  private tokens = 0;
-  // The first pass's (term, tf) pairs of all rows, row after row; rowStart[r] is row r's first.
-  private pairTerms = new Int32Array(1 << 12);
-  private pairTfs = new Uint16Array(1 << 12);
-  private pairCount = 0;
-  private readonly rowStart: Uint32Array;
-  private readonly lengths: Uint32Array;
-  private total = 0;
-  private rowsAdded = 0;
+  protected abstract readonly shared: TokenTable;
 
-  constructor(
-    readonly rowCount: number,
-    readonly address: boolean,
-    /** (term, row) pairs to make room for at once. */
-    pairs = 0,
-    /** Terms, and their UTF-8 bytes, to make room for at once. */
-    room: TermRoom = { terms: 1 << 10, bytes: 1 << 13 },
-  ) {
-    this.terms = new TermDictionaryBuilder(room);
-    this.shared = new TokenTable(room.terms);
-    this.df = new Int32Array(Math.max(1 << 11, room.terms));
-    this.seen = new Int32Array(this.df.length).fill(-1);
-    this.rowStart = new Uint32Array(rowCount + 1);
-    this.lengths = new Uint32Array(rowCount);
-    if (pairs > this.pairTerms.length) {
-      this.pairTerms = new Int32Array(pairs);
-      this.pairTfs = new Uint16Array(pairs);
-    }
-  }
+  /** A token table for one source of text (see FieldIndexBuilder.tokenTable). */
+  abstract tokenTable(): TokenTable;
 
-  /**
-   * A token table of its own for one source of text: a source with many distinct tokens (an
-   * identifier per row) then leaves the table of one with few (remarks) small, so its lookups stay
-   * in cache. Any table gives a token the same term id.
-   */
-  tokenTable(): TokenTable {
-    return new TokenTable();
+  /** Counts one occurrence of term `id` in the current row. */
+  protected abstract add(id: number): void;
+
+  /** The term id of a token the table lacks (as the tokenizer gives it, not yet address-normalized). */
+  protected abstract newTerm(token: string): number;
+
+  /** Whether a token table may keep the token's term `id` (a term not yet committed may not). */
+  protected keeps(id: number): boolean {
+    return id >= 0;
   }
 
   /** Adds the tokens of `text` (tokenized as SERVICE.md §4 says) to the current row. */
@@ -278,17 +243,82 @@ export class FieldIndexBuilder {
       text = '';
       for (let i = 0; i < len; i += 4096) text += String.fromCharCode.apply(null, chars.subarray(i, Math.min(len, i + 4096)) as unknown as number[]);
     }
-    const id = this.terms.add(this.address ? normalizeAddressToken(text) : text);
+    const id = this.newTerm(text);
+    if (this.keeps(id)) table.insert(this.chars, len, h, id);
+    return id;
+  }
+}
+
+/**
+ * Builds one field's index in two passes: rows are added in order (each row's tokens, as term ids,
+ * counted into (term, tf) pairs), then the pairs are scattered into the per-term postings.
+ *
+ * The first pass is where the time goes (about a hundred tokens per listing in the keyword field),
+ * so a token is looked up without a string of its own (TermLookup). Term ids are given in
+ * first-seen order of the normalized term, exactly as a Map lookup per token would give them.
+ */
+export class FieldIndexBuilder extends TermLookup {
+  // The terms, as bytes (terms.ts): a term is made a string only when first seen.
+  private readonly terms: TermDictionaryBuilder;
+  protected readonly shared: TokenTable;
+  // Per term: document frequency, and its index among the current row's distinct terms (or -1).
+  private df: Int32Array;
+  private seen: Int32Array;
+  // The current row's distinct terms with their counts, and its token count.
+  private rowTerms: Int32Array = new Int32Array(256);
+  private rowCounts: Int32Array = new Int32Array(256);
+  private distinct = 0;
+  private tokens = 0;
+  // The first pass's (term, tf) pairs of all rows, row after row; rowStart[r] is row r's first.
+  private pairTerms = new Int32Array(1 << 12);
+  private pairTfs = new Uint16Array(1 << 12);
+  private pairCount = 0;
+  private readonly rowStart: Uint32Array;
+  private readonly lengths: Uint32Array;
+  private total = 0;
+  private rowsAdded = 0;
+
+  constructor(
+    readonly rowCount: number,
+    readonly address: boolean,
+    /** (term, row) pairs to make room for at once. */
+    pairs = 0,
+    /** Terms, and their UTF-8 bytes, to make room for at once. */
+    room: TermRoom = { terms: 1 << 10, bytes: 1 << 13 },
+  ) {
+    super();
+    this.terms = new TermDictionaryBuilder(room);
+    this.shared = new TokenTable(room.terms);
+    this.df = new Int32Array(Math.max(1 << 11, room.terms));
+    this.seen = new Int32Array(this.df.length).fill(-1);
+    this.rowStart = new Uint32Array(rowCount + 1);
+    this.lengths = new Uint32Array(rowCount);
+    if (pairs > this.pairTerms.length) {
+      this.pairTerms = new Int32Array(pairs);
+      this.pairTfs = new Uint16Array(pairs);
+    }
+  }
+
+  /**
+   * A token table of its own for one source of text: a source with many distinct tokens (an
+   * identifier per row) then leaves the table of one with few (remarks) small, so its lookups stay
+   * in cache. Any table gives a token the same term id.
+   */
+  tokenTable(): TokenTable {
+    return new TokenTable();
+  }
+
+  protected newTerm(token: string): number {
+    const id = this.terms.add(this.address ? normalizeAddressToken(token) : token);
     if (id >= this.df.length) {
       this.df = grown(this.df, id + 1);
       this.seen = grown(this.seen, id + 1, this.seen.length, -1);
     }
-    table.insert(this.chars, len, h, id);
     return id;
   }
 
   /** Counts one occurrence of term `id` in the current row. */
-  private add(id: number): void {
+  protected add(id: number): void {
     this.tokens++;
     const at = this.seen[id];
     if (at >= 0) {

@@ -529,6 +529,27 @@ describe('SearchView bookkeeping', () => {
     expect(g1.next({ from: 4, to: 5, dead: none, removed: [], tokensOf }).rowCount).toBe(5);
   });
 
+  it('gives a term new to the lineage its id only once a change has added it (a refused change leaves no trace)', () => {
+    const g0 = SearchView.of(index);
+    const rows = [...texts, 'omega alpha', 'sigma omega'];
+    const tokensOf = (row: number, out: string[]): void => {
+      tokenizeInto(rows[row], out);
+    };
+    const none = new Uint32Array(1);
+    // row 3 brings 'omega', new to the lineage, then the change is refused (row 0 is listed as removed but not dead)
+    expect(() => g0.next({ from: 3, to: 4, dead: none, removed: [0], tokensOf })).toThrow(RangeError);
+    // the same rows again, the second first: 'sigma' is the first new term now, 'omega' the second
+    rows[3] = 'sigma omega';
+    rows[4] = 'omega alpha';
+    const g1 = g0.next({ from: 3, to: 5, dead: none, removed: [], tokensOf });
+    expect(g1.termOf(g1.termId('sigma'))).toBe('sigma');
+    expect(g1.termOf(g1.termId('omega'))).toBe('omega');
+    expect(g1.liveDocFreq(g1.termId('sigma'))).toBe(1);
+    expect(g1.liveDocFreq(g1.termId('omega'))).toBe(2);
+    expect([...rankSearch(g1, prepareSearch(g1, 'sigma'), 5).rows]).toEqual([3]);
+    expect([...rankSearch(g1, prepareSearch(g1, 'omega'), 5).rows].sort()).toEqual([3, 4]);
+  });
+
   it('grows the shared scratch arrays past the base row count', () => {
     let view = SearchView.of(index);
     const rows = [...texts];
