@@ -60,7 +60,7 @@ type TermSource = (row: number, lookup: TermLookup) => void;
  * their tokens are computed once per dictionary entry; free text is tokenized per row. Null when the
  * table has no such column.
  */
-function tokenSource(table: Table, field: string, fewRows: boolean): TokenSource | null {
+function tokenSource(table: Table, field: string): TokenSource | null {
   return columnSource<string[], readonly string[]>(
     table,
     field,
@@ -69,8 +69,6 @@ function tokenSource(table: Table, field: string, fewRows: boolean): TokenSource
       for (const t of tokens) out.push(t);
     },
     (text, out) => tokenizeInto(text, out),
-    undefined,
-    fewRows,
   );
 }
 
@@ -197,12 +195,12 @@ function fieldSource<S>(table: Table, field: SearchFieldName, of: (column: strin
 /**
  * Per search field, the emitter of a row's tokens as strings (not yet address-normalized), read
  * straight from the table's columns: the tokens buildSearchIndexesOfTable indexes, for callers that
- * want them as text (the PostgreSQL backend's term tables); `fewRows` for a few rows of a large
- * table (see columnSource). The index builders and a live change take term ids (searchTermSource).
+ * want them as text (the PostgreSQL backend's term tables). The index builders and a live change
+ * take term ids (searchTermSource).
  */
-export function searchTokenSources(table: Table, { fewRows = false }: { readonly fewRows?: boolean } = {}): Record<SearchFieldName, TokenSource> {
+export function searchTokenSources(table: Table): Record<SearchFieldName, TokenSource> {
   const out = {} as Record<SearchFieldName, TokenSource>;
-  for (const field of SEARCH_FIELDS) out[field] = fieldSource(table, field, (column) => tokenSource(table, column, fewRows));
+  for (const field of SEARCH_FIELDS) out[field] = fieldSource(table, field, (column) => tokenSource(table, column));
   return out;
 }
 
