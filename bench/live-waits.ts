@@ -20,6 +20,13 @@
  * than 0.05 ms by what overlapped their wait (a hold by other work, a collection pause, the query
  * before still running: BENCHMARKS.md "Live: steps of 0.025 ms").
  *
+ * With OFFLOOP=1 the stream applies to a second engine on a writer thread
+ * (`bench/live-waits-writer.ts`), opened from the same snapshot and brought to the same point, while
+ * the queried engine stays as it is: the queries then wait only for what a writer off the event
+ * loop would leave them (its thread's share of the cores and memory), with publishing free: the
+ * bound such a writer could reach (BENCHMARKS.md "Live: a writer off the event loop, measured as a
+ * bound"). Not with `compact`.
+ *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
  * live bench caches (bench/.cache/bench-<size>-engine-*.snapshot).
@@ -31,6 +38,7 @@ import { Engine } from '../src/engine.js';
 import { Session } from 'node:inspector/promises';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setStepBudgetMs } from '../src/util/steps.js';
+import { startWorker } from '../src/util/worker.js';
 import { FAMILY_IDS, familiesOf } from './compare/families.js';
 import { Arrivals } from './arrivals.js';
 import { Feed, quantile, scheduleSlots } from './live.bench.js';
@@ -38,6 +46,8 @@ import { Feed, quantile, scheduleSlots } from './live.bench.js';
 if (process.env.STEP_MS !== undefined) setStepBudgetMs(Number(process.env.STEP_MS));
 const size = Number(process.argv[2] ?? 100_000);
 const compacted = process.argv[3] === 'compact';
+const offLoop = process.env.OFFLOOP === '1';
+if (offLoop && compacted) throw new Error('OFFLOOP=1 measures an uncompacted generation only');
 const WINDOW_MS = 6_000;
 /** With PROF=1: the waits the profile's samples are looked at in (ms). */
 const WAIT_MS = Number(process.env.WAIT_MS ?? 1);
@@ -92,6 +102,8 @@ const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 const slots = scheduleSlots(engine, mix);
 await engine.apply(feed.change(1000).operations);
 for (const c of feed.changes(3, 100)) await engine.apply(c.operations);
+const writer = offLoop ? startWorker(import.meta.url, 'live-waits-writer', { workerData: { snapshot: path.join(cache, snapshot), size } }) : null;
+if (writer) await new Promise((resolve) => writer.once('message', resolve));
 if (compacted) {
   for (const c of feed.changes(16, 1000)) await engine.apply(c.operations);
   await engine.compact();
@@ -114,17 +126,25 @@ let window = { start: 0, end: 0 };
 async function measure(streaming: boolean): Promise<Run[]> {
   collect();
   let stopped = false;
-  const stream = streaming
-    ? (async () => {
-        for (const c of feed.changes(Math.ceil(WINDOW_MS / 200) + 5, 100)) {
-          if (stopped) break;
-          const start = performance.now();
-          await engine.apply(c.operations);
-          const wait = 200 - (performance.now() - start);
-          if (wait > 0 && !stopped) await sleep(wait);
-        }
-      })()
-    : Promise.resolve();
+  const stream = !streaming
+    ? Promise.resolve()
+    : writer
+      ? new Promise<void>((resolve) =>
+          writer.once('message', (done: { changes: number; median: number }) => {
+            console.log(`writer thread: ${done.changes} changes, median ${done.median.toFixed(1)} ms`);
+            resolve();
+          }),
+        )
+      : (async () => {
+          for (const c of feed.changes(Math.ceil(WINDOW_MS / 200) + 5, 100)) {
+            if (stopped) break;
+            const start = performance.now();
+            await engine.apply(c.operations);
+            const wait = 200 - (performance.now() - start);
+            if (wait > 0 && !stopped) await sleep(wait);
+          }
+        })();
+  if (streaming) writer?.postMessage(WINDOW_MS);
   const runs: Run[] = [];
   const lastGeneration = new Map<number, number>();
   holds.length = 0;
@@ -228,6 +248,7 @@ console.log(
 );
 if (profiler) whileWaiting((await profiler.post('Profiler.stop')).profile, streamed);
 await arrivals.close();
+await writer?.terminate();
 
 /**
  * The queries that waited more than `over` ms, by what overlapped their wait: a hold of the loop by

@@ -219,7 +219,8 @@ function visitPostings(view: SearchView, s: Scratch, termId: number, weight: num
     termCount,
   );
   const tail = view.tailPostings(termId);
-  if (tail) termCount = visitSlice(s, tail.rows, tail.tfs, 0, tail.end, view.tailLengths, base.rowCount, view.deadBits, w, norm, exact, stamp, termCount);
+  if (tail)
+    termCount = visitSlice(s, tail.rows, tail.tfs, tail.start, tail.end, view.tailLengths, base.rowCount, view.deadBits, w, norm, exact, stamp, termCount);
   return termCount;
 }
 
@@ -300,7 +301,6 @@ function evaluateConjunctive(view: SearchView, terms: readonly PreparedTerm[]): 
   const outRows: number[] = [];
   const outScores: number[] = [];
   const { base } = view;
-  const n = ids.length;
   conjoin(
     {
       rows: ids.map(() => base.rows),
@@ -323,7 +323,7 @@ function evaluateConjunctive(view: SearchView, terms: readonly PreparedTerm[]): 
       {
         rows: tails.map((t) => t.rows),
         tfs: tails.map((t) => t.tfs),
-        start: new Uint32Array(n),
+        start: Uint32Array.from(tails, (t) => t.start),
         end: Uint32Array.from(tails, (t) => t.end),
         lengths: view.tailLengths,
         lengthFrom: base.rowCount,

@@ -47,6 +47,8 @@ import { Lexicon, lexiconOf, type Vocabulary } from './lexicon.js';
 import { normalizeAddressToken } from './tokenize.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { Uint32List } from '../util/uint32-list.js';
+import { TailPostingArena, type TailPostings } from './tail-postings.js';
+export type { TailPostings };
 
 /** Removed rows checked between two check points of `next`. */
 const REMOVED_STEP = 256;
@@ -151,46 +153,13 @@ function stringSource(tokensOf: SearchChange['tokensOf'], terms: AppendedTerms):
   };
 }
 
-/** A term's postings among appended rows, bounded to one view: rows[0, end) ascending, with tfs. */
-export interface TailPostings {
-  readonly rows: Uint32Array;
-  readonly tfs: Uint16Array;
-  readonly end: number;
-}
-
-/** A growable posting list of appended rows (shared; views bound it by their row count). */
-class TailList {
-  rows = new Uint32Array(4);
-  tfs = new Uint16Array(4);
-  length = 0;
-
-  push(row: number, tf: number): void {
-    if (this.length === this.rows.length) {
-      const rows = new Uint32Array(this.length * 2);
-      rows.set(this.rows);
-      this.rows = rows;
-      const tfs = new Uint16Array(this.length * 2);
-      tfs.set(this.tfs);
-      this.tfs = tfs;
-    }
-    this.rows[this.length] = row;
-    this.tfs[this.length++] = tf;
-  }
-
-  /** Entries with a row below `rowCount`. */
-  endBelow(rowCount: number): number {
-    const n = this.length;
-    if (n === 0 || this.rows[n - 1] < rowCount) return n;
-    return lowerBound(this.rows, rowCount, 0, n);
-  }
-}
-
 /** What appended rows add to one field, shared by every view of a lineage. Only grows. */
 class Tail implements Vocabulary {
   /** Terms the base lacks; the id of terms[i] is firstId + i. */
   readonly terms: string[] = [];
   readonly termIds = new Map<string, number>();
-  readonly lists = new Map<number, TailList>();
+  /** Per term (base or tail id), its postings among appended rows. */
+  readonly postings = new TailPostingArena();
   /**
    * Tokens of appended rows (as the tokenizer gives them) to their term ids: base terms and the
    * tail's own, never a term a change has not added yet (see AppendedTerms).
@@ -357,12 +326,7 @@ export class SearchView {
           const id = ids[k];
           let tf = 0;
           for (; k < ids.length && ids[k] === id; k++) tf++;
-          let list = tail.lists.get(id);
-          if (!list) {
-            list = new TailList();
-            tail.lists.set(id, list);
-          }
-          list.push(row, Math.min(tf, 0xffff));
+          tail.postings.push(id, row, Math.min(tf, 0xffff));
           if (lists % TOKEN_STEP === TOKEN_STEP - 1) yield;
         }
         yield;
@@ -417,10 +381,7 @@ export class SearchView {
 
   /** The term's postings among appended rows of this view, or null when it has none. */
   tailPostings(id: number): TailPostings | null {
-    const list = this.tail.lists.get(id);
-    if (!list) return null;
-    const end = list.endBelow(this.rowCount);
-    return end === 0 ? null : { rows: list.rows, tfs: list.tfs, end };
+    return this.tail.postings.read(id, this.rowCount);
   }
 
   /** Token counts of appended rows: row r's at [r - base.rowCount] (read only below rowCount). */
@@ -431,8 +392,7 @@ export class SearchView {
   /** Postings of the term in base and tail, dead rows included: the planner's cheap size estimate. */
   postingCount(id: number): number {
     if (id >= this.termCount) return 0;
-    const list = this.tail.lists.get(id);
-    return this.baseEnd(id) - this.baseStart(id) + (list ? list.endBelow(this.rowCount) : 0);
+    return this.baseEnd(id) - this.baseStart(id) + this.tail.postings.count(id, this.rowCount);
   }
 
   /** Live rows holding the term: BM25's n. */
@@ -478,7 +438,7 @@ export class SearchView {
     const rows = this.base.rows;
     for (let p = this.baseStart(id), end = this.baseEnd(id); p < end; p++) if (getBit(dead, rows[p])) count++;
     const tail = this.tailPostings(id);
-    if (tail !== null) for (let p = 0; p < tail.end; p++) if (getBit(dead, tail.rows[p])) count++;
+    if (tail !== null) for (let p = tail.start; p < tail.end; p++) if (getBit(dead, tail.rows[p])) count++;
     return count;
   }
 
@@ -499,7 +459,7 @@ export class SearchView {
     }
     const tail = this.tailPostings(id);
     if (!tail) return 0;
-    const p = lowerBound(tail.rows, row, 0, tail.end);
+    const p = lowerBound(tail.rows, row, tail.start, tail.end);
     return p < tail.end && tail.rows[p] === row ? tail.tfs[p] : 0;
   }
 

@@ -155,7 +155,7 @@ function tailBound(view: SearchView, tail: TailPostings, w: number, norm: number
   const lengths = view.tailLengths;
   const first = view.base.rowCount;
   let max = 0;
-  for (let p = 0; p < tail.end; p++) {
+  for (let p = tail.start; p < tail.end; p++) {
     const s = termScore(w, tail.tfs[p], lengths[tail.rows[p] - first], norm) * (1 + BOUND_SLACK);
     if (s > max) max = s;
   }
@@ -172,7 +172,7 @@ function scoreIn(view: SearchView, t: ViewTerm, row: number, norm: number): numb
   }
   const tail = t.tail;
   if (!tail) return -1;
-  const p = lowerBound(tail.rows, row, 0, tail.end);
+  const p = lowerBound(tail.rows, row, tail.start, tail.end);
   if (p === tail.end || tail.rows[p] !== row) return -1;
   return termScore(t.w, tail.tfs[p], view.tailLengths[row - base.rowCount], norm);
 }
@@ -249,7 +249,7 @@ export function rankSearch(target: FieldIndex | SearchView, search: PreparedSear
   const tail = d.tail;
   if (tail) {
     const lengths = view.tailLengths;
-    for (let p = 0; p < tail.end; p++) {
+    for (let p = tail.start; p < tail.end; p++) {
       const row = tail.rows[p];
       if (isDeadIn(dead, row)) continue;
       const driverScore = termScore(d.w, tail.tfs[p], lengths[row - base.rowCount], norm);
@@ -330,7 +330,7 @@ export function rankByMaxScore(
   const scoreTerm = (i: number): void => {
     for (const { term } of lists[i]) {
       for (let p = term.start; p < term.end; p++) score(base.rows[p]);
-      if (term.tail) for (let p = 0; p < term.tail.end; p++) score(term.tail.rows[p]);
+      if (term.tail) for (let p = term.tail.start; p < term.tail.end; p++) score(term.tail.rows[p]);
     }
   };
 
