@@ -27,6 +27,12 @@
  * bound such a writer could reach (BENCHMARKS.md "Live: a writer off the event loop, measured as a
  * bound"). Not with `compact`.
  *
+ * With SPLIT=1 the stream applies on the event loop as usual, but the queries read a second engine
+ * in the same thread, opened from the same snapshot and brought to the same point, that no change
+ * touches: what the change's work on the loop costs the queries, apart from what a new generation
+ * costs them (its first runs, the records of its new rows, its structures grown). Not with
+ * `compact`.
+ *
  * With `compact`, sixteen 1,000-listing changes and a compaction come first, so the stream runs on
  * a compacted generation, as the live bench's second stream does. Needs the engine snapshot the
  * live bench caches (bench/.cache/bench-<size>-engine-*.snapshot).
@@ -47,19 +53,24 @@ if (process.env.STEP_MS !== undefined) setStepBudgetMs(Number(process.env.STEP_M
 const size = Number(process.argv[2] ?? 100_000);
 const compacted = process.argv[3] === 'compact';
 const offLoop = process.env.OFFLOOP === '1';
-if (offLoop && compacted) throw new Error('OFFLOOP=1 measures an uncompacted generation only');
+const split = process.env.SPLIT === '1';
+if ((offLoop || split) && compacted) throw new Error('OFFLOOP=1 and SPLIT=1 measure an uncompacted generation only');
 const WINDOW_MS = 6_000;
 /** With PROF=1: the waits the profile's samples are looked at in (ms). */
 const WAIT_MS = Number(process.env.WAIT_MS ?? 1);
 const cache = path.join(path.dirname(fileURLToPath(import.meta.url)), '.cache');
 const snapshot = readdirSync(cache).find((f) => f.startsWith(`bench-${size}-engine-`) && f.endsWith('.snapshot'));
 if (snapshot === undefined) throw new Error(`no cached engine snapshot of ${size} listings: run the live bench at that size first`);
-const engine = await Engine.open({
-  snapshot: path.join(cache, snapshot),
-  now: () => new Date('2025-06-01T00:00:00Z'),
-  resultCache: false,
-  compactFraction: false,
-});
+const open = (): Promise<Engine> =>
+  Engine.open({
+    snapshot: path.join(cache, snapshot),
+    now: () => new Date('2025-06-01T00:00:00Z'),
+    resultCache: false,
+    compactFraction: false,
+  });
+const engine = await open();
+/** The engine the queries read: the changed one, or with SPLIT=1 one no change touches. */
+const queried = split ? await open() : engine;
 const feed = new Feed(size);
 const families = familiesOf(path.join(cache, `bench-${size}`));
 const mix = FAMILY_IDS.map((id) => ({ id, odata: families.odata[id] }));
@@ -99,9 +110,14 @@ new PerformanceObserver((list) => {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
-const slots = scheduleSlots(engine, mix);
+const slots = scheduleSlots(queried, mix);
 await engine.apply(feed.change(1000).operations);
 for (const c of feed.changes(3, 100)) await engine.apply(c.operations);
+if (split) {
+  const same = new Feed(size);
+  await queried.apply(same.change(1000).operations);
+  for (const c of same.changes(3, 100)) await queried.apply(c.operations);
+}
 const writer = offLoop ? startWorker(import.meta.url, 'live-waits-writer', { workerData: { snapshot: path.join(cache, snapshot), size } }) : null;
 if (writer) await new Promise((resolve) => writer.once('message', resolve));
 if (compacted) {
@@ -159,9 +175,9 @@ async function measure(streaming: boolean): Promise<Run[]> {
   for (let i = 0; due < end; i = (i + 1) % mix.length) {
     const from = (await arrivals.at(due)).start;
     const start = performance.now();
-    const first = lastGeneration.get(i) !== engine.generation;
-    lastGeneration.set(i, engine.generation);
-    engine.query('Property', mix[i].odata);
+    const first = lastGeneration.get(i) !== queried.generation;
+    lastGeneration.set(i, queried.generation);
+    queried.query('Property', mix[i].odata);
     runs.push({ family: i, wait: start - from, service: performance.now() - start, first, due: from });
     resumed = performance.now(); // what runs next is not the query's
     resumedByQuery = true;
