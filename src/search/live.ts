@@ -14,7 +14,8 @@
  * - A `Tail`, shared by every view of one lineage (the views reached from one `SearchView.of` by
  *   `next`), holds what appended rows add: a dictionary of the terms the base lacks (ids
  *   base.terms.length, +1, ... in order of first appearance), per term a growable posting list
- *   (rows ascending, term frequencies) of appended rows, the token count of each appended row,
+ *   (rows ascending, term frequencies) of appended rows (regions of a few large arrays:
+ *   tail-postings.ts), the token count of each appended row,
  *   and, for the address field, a lexicon over the new terms extended on first use. It only grows.
  *   A view sees the rows below its `rowCount` and the term ids below its `termCount`, so what later
  *   views append is invisible to it: a tail list is bounded per view by binary search (in O(1) when
