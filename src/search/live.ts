@@ -49,7 +49,6 @@ import { normalizeAddressToken } from './tokenize.js';
 import { runNow, type Steps } from '../util/steps.js';
 import { Uint32List } from '../util/uint32-list.js';
 import { TailPostingArena, type TailPostings } from './tail-postings.js';
-export type { TailPostings };
 
 /** Removed rows checked between two check points of `next`. */
 const REMOVED_STEP = 256;

@@ -30,7 +30,8 @@ import { lowerBound } from '../util/binary-search.js';
 import { getBit } from '../util/bits.js';
 import { TopKHeap } from '../util/top-k.js';
 import { BM25_B, INEXACT_WEIGHT, evaluateSearch, idf, lengthNorm, termScore, termWeight, type PreparedSearch } from './bm25.js';
-import { asView, type SearchView, type TailPostings } from './live.js';
+import { asView, type SearchView } from './live.js';
+import type { TailPostings } from './tail-postings.js';
 import type { FieldIndex } from './postings.js';
 
 /** Terms with fewer postings than this are cheaper to evaluate in full than to impact-sort. */
