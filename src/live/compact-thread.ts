@@ -22,6 +22,7 @@ import { PointIndex, type PointIndexState } from '../geo/point-index.js';
 import { CHILD_RESOURCES, RESOURCE_NAMES, type ChildResourceName, type ResourceName } from '../schema/types.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import type { FieldIndex } from '../search/postings.js';
+import { adoptImpacts, makeImpacts, type MadeImpacts } from '../search/ranked.js';
 import { TermDictionary } from '../search/terms.js';
 import { bufferOf } from '../store/append/growable.js';
 import type { ByteIndexState } from '../store/byte-index.js';
@@ -44,6 +45,8 @@ export const COMPACT_THREAD_MIN_ROWS = 16_384;
 /** A CompactInput with its tables packed. */
 interface CompactJob extends Omit<CompactInput, 'tables'> {
   readonly tables: Readonly<Record<ResourceName, PackedTable>>;
+  /** Per search field, the terms whose impact orders the old index had (`termsWithImpactOrders`): made for the new one too. */
+  readonly hotTerms: Readonly<Record<SearchFieldName, readonly string[]>>;
 }
 
 interface PackedFieldIndex {
@@ -63,6 +66,7 @@ interface CompactDone {
   readonly search: Readonly<Record<SearchFieldName, PackedFieldIndex>>;
   readonly points: Readonly<Record<PointField, PointIndexState>>;
   readonly rows: Readonly<Record<ResourceName, Uint32Array>>;
+  readonly impacts: Readonly<Record<SearchFieldName, MadeImpacts>>;
 }
 
 type CompactReply = { readonly done: CompactDone } | { readonly failed: string };
@@ -73,7 +77,11 @@ type CompactReply = { readonly done: CompactDone } | { readonly failed: string }
  * its own thread instead). Rejects when the job could not be posted or its result not taken (a
  * defect), the thread ended either way.
  */
-export function compactOnThread(store: Store, input: CompactInput): Promise<CompactedFrom | null> {
+export function compactOnThread(
+  store: Store,
+  input: CompactInput,
+  hotTerms: Readonly<Record<SearchFieldName, readonly string[]>>,
+): Promise<CompactedFrom | null> {
   let worker: Worker;
   try {
     worker = startWorker(import.meta.url, 'compact-thread', { workerData: { kind: COMPACT_WORKER } });
@@ -109,7 +117,7 @@ export function compactOnThread(store: Store, input: CompactInput): Promise<Comp
       for (const r of RESOURCE_NAMES) tables[r] = packTable(input.tables[r], { keyIndex: false }).packed;
       const { live, newestOfDead, room, arenaBytes, retention } = input;
       // the generation's arrays stay in use here: shared ones go over as they are, the others are copied
-      worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention } satisfies CompactJob);
+      worker.postMessage({ tables, live, newestOfDead, room, arenaBytes, retention, hotTerms } satisfies CompactJob);
     } catch (e) {
       end();
       reject(e instanceof Error ? e : new Error(String(e)));
@@ -128,6 +136,7 @@ function compactedOf(store: Store, input: CompactInput, done: CompactDone): Comp
     const x = done.search[f];
     const terms = TermDictionary.fromState(bufferOf(x.terms.bytes), x.terms.offsets, x.terms.index);
     search[f] = { rowCount: x.rowCount, address: x.address, terms, offsets: x.offsets, rows: x.rows, tfs: x.tfs, lengths: x.lengths, avgLength: x.avgLength };
+    adoptImpacts(search[f], done.impacts[f]);
   }
   const points = {} as Record<PointField, PointIndex>;
   for (const f of POINT_FIELDS) {
@@ -177,8 +186,15 @@ function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffe
   const children = {} as Record<ChildResourceName, { offsets: Uint32Array; rows: Uint32Array }>;
   for (const r of CHILD_RESOURCES) children[r] = { offsets: give(t.children[r].offsets), rows: give(t.children[r].rows) };
   const search = {} as Record<SearchFieldName, PackedFieldIndex>;
+  const impacts = {} as Record<SearchFieldName, MadeImpacts>;
   for (const f of SEARCH_FIELDS) {
     const x = t.search[f];
+    // the impact orders queries had made on the old index, made here for the new one (a sort of a
+    // common term's postings held the loop for milliseconds on the first search after a compaction)
+    const made = makeImpacts(x, job.hotTerms[f]);
+    made.scores.forEach(give);
+    made.orders.forEach(give);
+    impacts[f] = made;
     const index = x.terms.indexState;
     give(index.table);
     search[f] = {
@@ -199,7 +215,7 @@ function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffe
     points[f] = { tree: state.tree, rowOf: give(state.rowOf), cosAt: give(state.cosAt) };
   }
   for (const r of RESOURCE_NAMES) give(t.rows[r]);
-  return { reply: { tables, children, search, points, rows: t.rows }, transfer: [...transfer] };
+  return { reply: { tables, children, search, points, rows: t.rows, impacts }, transfer: [...transfer] };
 }
 
 /**

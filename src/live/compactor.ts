@@ -8,6 +8,8 @@
 import { StoreAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
+import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
+import { termsWithImpactOrders } from '../search/ranked.js';
 import { runYielding } from '../util/steps.js';
 import type { ChangeWriter } from './change.js';
 import {
@@ -82,7 +84,9 @@ export class Compactor {
   private async compacted(gen: Generation): Promise<CompactedFrom> {
     const input = await runYielding(compactInputSteps(gen.store, gen.access, this.retention()));
     if (gen.store.Property.rowCount >= COMPACT_THREAD_MIN_ROWS) {
-      const done = await compactOnThread(gen.store, input);
+      const hotTerms = {} as Record<SearchFieldName, string[]>;
+      for (const f of SEARCH_FIELDS) hotTerms[f] = termsWithImpactOrders(gen.access.search[f].base);
+      const done = await compactOnThread(gen.store, input, hotTerms);
       if (done !== null) return done;
     }
     return withTreesNow(partsOf(gen.store, await runYielding(compactTablesSteps(input))));

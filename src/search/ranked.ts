@@ -69,8 +69,11 @@ function perTerm<K extends object, V>(cache: WeakMap<K, Map<number, V>>, index: 
 
 /** Posting positions of each term sorted by base term score descending (ties by row), built on demand. */
 const impactOrders = new WeakMap<FieldIndex, Map<number, Uint32Array>>();
+/** Impact orders sorted in this thread so far (`impactOrdersSorted`). */
+let sorted = 0;
 function impactOrder(index: FieldIndex, termId: number, scores: Float64Array): Uint32Array {
   return perTerm(impactOrders, index, termId, () => {
+    sorted++;
     const order = new Uint32Array(scores.length);
     for (let i = 0; i < order.length; i++) order[i] = i;
     return order.sort((a, b) => scores[b] - scores[a] || a - b);
@@ -97,6 +100,53 @@ function termImpacts(index: FieldIndex, termId: number): TermImpacts {
     }
     return { scores, max };
   });
+}
+
+/** How many impact orders this thread has sorted (a compaction's thread sorts those of the terms searched before it, not the event loop). */
+export function impactOrdersSorted(): number {
+  return sorted;
+}
+
+/** Terms of `index` whose impact orders queries have made: a compaction makes them again for its new index. */
+export function termsWithImpactOrders(index: FieldIndex): string[] {
+  const ids = impactOrders.get(index);
+  return ids === undefined ? [] : [...ids.keys()].map((id) => index.terms.term(id));
+}
+
+/** Impact scores and orders of some terms of one index, made where the index was (a compaction's thread), for `adoptImpacts`. */
+export interface MadeImpacts {
+  readonly ids: Uint32Array;
+  readonly max: Float64Array;
+  readonly scores: Float64Array[];
+  readonly orders: Uint32Array[];
+}
+
+/** The impact scores and orders of those of `terms` that `index` has with IMPACT_MIN_POSTINGS postings or more. */
+export function makeImpacts(index: FieldIndex, terms: readonly string[]): MadeImpacts {
+  const ids: number[] = [];
+  const max: number[] = [];
+  const scores: Float64Array[] = [];
+  const orders: Uint32Array[] = [];
+  for (const term of terms) {
+    const id = index.terms.id(term);
+    if (id < 0 || index.offsets[id + 1] - index.offsets[id] < IMPACT_MIN_POSTINGS) continue;
+    const impacts = termImpacts(index, id);
+    ids.push(id);
+    max.push(impacts.max);
+    scores.push(impacts.scores);
+    orders.push(impactOrder(index, id, impacts.scores));
+  }
+  return { ids: Uint32Array.from(ids), max: Float64Array.from(max), scores, orders };
+}
+
+/** Takes impact scores and orders `makeImpacts` made for `index` (elsewhere), as if queries had made them here. */
+export function adoptImpacts(index: FieldIndex, made: MadeImpacts): void {
+  for (let i = 0; i < made.ids.length; i++) {
+    const id = made.ids[i];
+    const impacts: TermImpacts = { scores: made.scores[i], max: made.max[i] };
+    perTerm(termImpactCache, index, id, () => impacts);
+    perTerm(impactOrders, index, id, () => made.orders[i]);
+  }
 }
 
 /** How one view scores one term (at weight 1), and how high its scores can go. */

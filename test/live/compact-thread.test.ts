@@ -2,7 +2,9 @@
  * Compaction on a worker thread (src/live/compact-thread.ts), past COMPACT_THREAD_MIN_ROWS
  * listings: it makes byte for byte what a compaction on the event loop makes (a snapshot of the
  * changed engine is its compacted image, made on the event loop), the next change appends into the
- * arrays that came back, and a second compaction, over arrays shared with the thread, matches too.
+ * arrays that came back, and a second compaction, over arrays shared with the thread, matches too;
+ * the impact orders of the terms searched before a compaction are sorted on the thread for the new
+ * index, so the first search after it sorts none on the event loop.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +19,7 @@ const { Engine } = await import('../../src/engine.js');
 const { COMPACT_THREAD_MIN_ROWS } = await import('../../src/live/compact-thread.js');
 const { dataset } = await import('../replicate/helpers.js');
 const { answers, change } = await import('./compaction-cases.js');
+const { IMPACT_MIN_POSTINGS, impactOrdersSorted } = await import('../../src/search/ranked.js');
 
 const now = (): Date => new Date('2025-06-01T00:00:00Z');
 
@@ -66,5 +69,27 @@ describe('compaction on a worker thread', () => {
     threaded.save(file('threaded-2'));
     reference.save(file('reference-2'));
     expect(readFileSync(file('threaded-2')).equals(readFileSync(file('reference-2')))).toBe(true);
+  }, 120_000);
+
+  it('sorts the impact orders of the terms searched before it on the thread, and only those', async () => {
+    const search = (term: string): string => `$filter=search.text(KeywordSearchText,'${term}')&$orderby=relevance desc&$top=10`;
+    const keys = (term: string): string[] => threaded.query('Property', search(term)).value.map((r) => r.ListingKey as string);
+    const postings = (term: string): number => threaded.query('Property', `${search(term)}&$count=true`)['@odata.count']!;
+    // both terms are common enough to be walked in impact order
+    expect(postings('kitchen')).toBeGreaterThanOrEqual(IMPACT_MIN_POSTINGS);
+    expect(postings('updated')).toBeGreaterThanOrEqual(IMPACT_MIN_POSTINGS);
+    await threaded.apply([{ resource: 'Property', remove: base.Property.slice(1000, 1100).map((p) => p.ListingKey as string) }]);
+    const before = keys('kitchen');
+    const sortedBefore = impactOrdersSorted();
+    keys('kitchen');
+    expect(impactOrdersSorted()).toBe(sortedBefore); // made once per index and term
+    onEventLoop.compactions = 0;
+    await threaded.compact();
+    expect(onEventLoop.compactions).toBe(0);
+    const afterCompaction = impactOrdersSorted();
+    expect(keys('kitchen')).toEqual(before); // the same answer, from the order the thread sorted
+    expect(impactOrdersSorted()).toBe(afterCompaction);
+    keys('updated'); // not searched before the compaction: sorted here, on first use
+    expect(impactOrdersSorted()).toBe(afterCompaction + 1);
   }, 120_000);
 });
