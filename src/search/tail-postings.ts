@@ -59,22 +59,22 @@ export class TailPostingArena {
 
   /** Appends a posting to the term's list; rows must come in ascending order per term. */
   push(id: number, row: number, tf: number): void {
-    let slot = id < this.slots.length ? this.slots[id] : -1;
+    let slot = this.slotOf(id);
     if (slot < 0) slot = this.newList(id);
     const at = slot * FIELDS;
-    const meta = this.meta;
+    const meta = this.meta; // a move rewrites the list's fields, never the array
     const length = meta[at + LENGTH];
     if (length === meta[at + CAPACITY]) this.move(at, length * 2);
-    const p = this.meta[at + START] + length;
-    const chunk = this.meta[at + CHUNK];
+    const p = meta[at + START] + length;
+    const chunk = meta[at + CHUNK];
     this.rowChunks[chunk][p] = row;
     this.tfChunks[chunk][p] = tf;
-    this.meta[at + LENGTH] = length + 1;
+    meta[at + LENGTH] = length + 1;
   }
 
   /** The term's postings with a row below `rowCount`, or null when it has none. */
   read(id: number, rowCount: number): TailPostings | null {
-    const slot = id < this.slots.length ? this.slots[id] : -1;
+    const slot = this.slotOf(id);
     if (slot < 0) return null;
     const at = slot * FIELDS;
     const chunk = this.meta[at + CHUNK];
@@ -86,11 +86,16 @@ export class TailPostingArena {
 
   /** How many of the term's postings have a row below `rowCount`. */
   count(id: number, rowCount: number): number {
-    const slot = id < this.slots.length ? this.slots[id] : -1;
+    const slot = this.slotOf(id);
     if (slot < 0) return 0;
     const at = slot * FIELDS;
     const start = this.meta[at + START];
     return endBelow(this.rowChunks[this.meta[at + CHUNK]], start, start + this.meta[at + LENGTH], rowCount) - start;
+  }
+
+  /** The term's list, or -1 when it has none. */
+  private slotOf(id: number): number {
+    return id < this.slots.length ? this.slots[id] : -1;
   }
 
   private newList(id: number): number {
