@@ -5,8 +5,8 @@
  * one the queries run in. A generation's tables go over without a copy: their column arrays are
  * views of SharedArrayBuffers (src/store/append/growable.ts), and so are the compacted tables'
  * arrays that come back, with the room after them the next change appends into; the other arrays
- * made there (key indexes, child groupings, postings, term dictionaries, KD-trees) are handed
- * over. An array of a plain ArrayBuffer (a loaded table's, before its first compaction) is copied
+ * made there (key indexes, child groupings, postings, term dictionaries, KD-trees) come back as
+ * copies in shared buffers too (`sharedCopy`). An array of a plain ArrayBuffer (a loaded table's, before its first compaction) is copied
  * as the job is posted.
  *
  * What stays on the event loop: finding each table's live rows in key order (`compactInputSteps`,
@@ -164,58 +164,74 @@ function unpackTables(
 }
 
 /** The worker's side: one job, then the thread is ended. */
-function compactJob(job: CompactJob): { reply: CompactDone; transfer: ArrayBuffer[] } {
+function compactJob(job: CompactJob): CompactDone {
   const clock = (): number => job.retention.nowMs;
   const input: CompactInput = { ...job, tables: unpackTables(job.tables, () => clock, null) };
   const t = runNow(compactTablesSteps(input));
-  const transfer = new Set<ArrayBuffer>();
-  const handOver = (b: ArrayBufferLike): void => {
-    // shared buffers go over as they are; a Buffer's pool (small Buffers share one) is copied
-    if (b instanceof ArrayBuffer && b.byteLength > Buffer.poolSize) transfer.add(b);
-  };
-  const give = <A extends ArrayBufferView>(a: A): A => {
-    handOver(a.buffer);
-    return a;
-  };
   const tables = {} as Record<ResourceName, PackedTable>;
-  for (const r of RESOURCE_NAMES) {
-    const { packed, transfer: buffers } = packTable(t.tables[r], { dictionaries: false });
-    tables[r] = packed;
-    buffers.forEach(handOver);
-  }
+  for (const r of RESOURCE_NAMES) tables[r] = packTable(t.tables[r], { dictionaries: false }).packed;
   const children = {} as Record<ChildResourceName, { offsets: Uint32Array; rows: Uint32Array }>;
-  for (const r of CHILD_RESOURCES) children[r] = { offsets: give(t.children[r].offsets), rows: give(t.children[r].rows) };
+  for (const r of CHILD_RESOURCES) children[r] = { offsets: t.children[r].offsets, rows: t.children[r].rows };
   const search = {} as Record<SearchFieldName, PackedFieldIndex>;
   const impacts = {} as Record<SearchFieldName, MadeImpacts>;
   for (const f of SEARCH_FIELDS) {
     const x = t.search[f];
     // the impact orders queries had made on the old index, made here for the new one (a sort of a
     // common term's postings held the loop for milliseconds on the first search after a compaction)
-    const made = makeImpacts(x, job.hotTerms[f]);
-    made.scores.forEach(give);
-    made.orders.forEach(give);
-    impacts[f] = made;
-    const index = x.terms.indexState;
-    give(index.table);
+    impacts[f] = makeImpacts(x, job.hotTerms[f]);
     search[f] = {
       rowCount: x.rowCount,
       address: x.address,
-      terms: { bytes: give(x.terms.bytes), offsets: give(x.terms.offsets), index },
-      offsets: give(x.offsets),
-      rows: give(x.rows),
-      tfs: give(x.tfs),
-      lengths: give(x.lengths),
+      terms: { bytes: x.terms.bytes, offsets: x.terms.offsets, index: x.terms.indexState },
+      offsets: x.offsets,
+      rows: x.rows,
+      tfs: x.tfs,
+      lengths: x.lengths,
       avgLength: x.avgLength,
     };
   }
   const points = {} as Record<PointField, PointIndexState>;
-  for (const f of POINT_FIELDS) {
-    const state = PointIndex.stateOf(t.points[f]);
-    handOver(state.tree);
-    points[f] = { tree: state.tree, rowOf: give(state.rowOf), cosAt: give(state.cosAt) };
+  for (const f of POINT_FIELDS) points[f] = PointIndex.stateOf(t.points[f]);
+  return sharedCopy({ tables, children, search, points, rows: t.rows, impacts });
+}
+
+/**
+ * `value` with every array of a plain ArrayBuffer (of more than a Buffer pool's bytes) replaced by
+ * the same view of a copy of its buffer in a SharedArrayBuffer (one copy per buffer, so views that
+ * shared a buffer still do), through plain objects and arrays; views of shared buffers stay as they
+ * are. Why: V8 counts a plain ArrayBuffer's bytes against the heap they arrive in ("external
+ * memory"), and the 94 MB a compaction at 100k listings handed over (key indexes, child groupings,
+ * postings, term dictionaries, KD-trees) started a mark-compact on the event loop for that memory's
+ * sake as the result was taken, in marking steps of up to 8 ms, after which V8 kept the heap's limit
+ * tight (BENCHMARKS.md "Live: a compaction's result in shared memory"); a shared buffer's bytes are
+ * counted against no heap, as the tables' arrays already are.
+ */
+function sharedCopy<T>(value: T, copies = new Map<ArrayBuffer, SharedArrayBuffer>()): T {
+  const shared = (b: ArrayBuffer): SharedArrayBuffer => {
+    let copy = copies.get(b);
+    if (copy === undefined) {
+      copy = new SharedArrayBuffer(b.byteLength);
+      new Uint8Array(copy).set(new Uint8Array(b));
+      copies.set(b, copy);
+    }
+    return copy;
+  };
+  const worth = (b: ArrayBufferLike): b is ArrayBuffer => b instanceof ArrayBuffer && b.byteLength > Buffer.poolSize;
+  if (value instanceof ArrayBuffer) return (worth(value) ? shared(value) : value) as T;
+  if (ArrayBuffer.isView(value)) {
+    if (!worth(value.buffer)) return value;
+    // a Buffer arrives as a Uint8Array whatever it was sent as
+    const View = (Buffer.isBuffer(value) ? Uint8Array : value.constructor) as new (buffer: ArrayBufferLike, offset: number, length: number) => T;
+    const unit = value instanceof DataView ? 1 : (value as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    return new View(shared(value.buffer), value.byteOffset, value.byteLength / unit);
   }
-  for (const r of RESOURCE_NAMES) give(t.rows[r]);
-  return { reply: { tables, children, search, points, rows: t.rows, impacts }, transfer: [...transfer] };
+  if (Array.isArray(value)) return value.map((v: unknown) => sharedCopy(v, copies)) as T;
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = sharedCopy(v, copies);
+    return out as T;
+  }
+  return value;
 }
 
 /**
@@ -237,14 +253,11 @@ if (port !== null && (workerData as { kind?: string } | null)?.kind === COMPACT_
   yieldToEventLoop();
   port.once('message', (job: CompactJob) => {
     let reply: CompactReply;
-    let transfer: ArrayBuffer[] = [];
     try {
-      const made = compactJob(job);
-      reply = { done: made.reply };
-      transfer = made.transfer;
+      reply = { done: compactJob(job) };
     } catch (e) {
       reply = { failed: e instanceof Error ? e.message : String(e) };
     }
-    port.postMessage(reply, transfer);
+    port.postMessage(reply);
   });
 }

@@ -4,19 +4,26 @@
  * changed engine is its compacted image, made on the event loop), the next change appends into the
  * arrays that came back, and a second compaction, over arrays shared with the thread, matches too;
  * the impact orders of the terms searched before a compaction are sorted on the thread for the new
- * index, so the first search after it sorts none on the event loop.
+ * index, so the first search after it sorts none on the event loop; and the arrays the thread made
+ * come back in shared memory, which V8 does not count against the event loop's heap.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Engine as EngineType } from '../../src/engine.js';
+import type { Generations } from '../../src/live/generations.js';
+import type { ChildIndex as ChildIndexType } from '../../src/store/children.js';
 
 const onEventLoop = vi.hoisted(() => ({ compactions: 0 }));
 vi.mock('../../src/live/compact.js', async (original) => (await import('./count-compactions.js')).countedOnEventLoop(await original(), onEventLoop));
 
 const { Engine } = await import('../../src/engine.js');
-const { COMPACT_THREAD_MIN_ROWS } = await import('../../src/live/compact-thread.js');
+const { COMPACT_THREAD_MIN_ROWS, compactOnThread } = await import('../../src/live/compact-thread.js');
+const { compactInputSteps, EVENT_RETENTION_MS } = await import('../../src/live/compact.js');
+const { runNow } = await import('../../src/util/steps.js');
+const { SEARCH_FIELDS } = await import('../../src/schema/search-fields.js');
+const { CHILD_RESOURCES, RESOURCE_NAMES } = await import('../../src/schema/types.js');
 const { dataset } = await import('../replicate/helpers.js');
 const { answers, change } = await import('./compaction-cases.js');
 const { IMPACT_MIN_POSTINGS, impactOrdersSorted } = await import('../../src/search/ranked.js');
@@ -91,5 +98,26 @@ describe('compaction on a worker thread', () => {
     expect(impactOrdersSorted()).toBe(afterCompaction);
     keys('updated'); // not searched before the compaction: sorted here, on first use
     expect(impactOrdersSorted()).toBe(afterCompaction + 1);
+  }, 120_000);
+
+  it('hands back the arrays it made (postings, child groupings, row maps) in shared memory, not as plain buffers', async () => {
+    await threaded.apply([{ resource: 'Property', remove: base.Property.slice(1200, 1300).map((p) => p.ListingKey as string) }]);
+    const gen = (threaded as unknown as { generations: Generations }).generations.current;
+    const input = runNow(compactInputSteps(gen.store, gen.access, { retentionMs: EVENT_RETENTION_MS, nowMs: now().getTime() }));
+    const hotTerms = Object.fromEntries(SEARCH_FIELDS.map((f) => [f, ['kitchen']])) as Record<(typeof SEARCH_FIELDS)[number], string[]>;
+    const done = await compactOnThread(gen.store, input, hotTerms);
+    expect(done).not.toBeNull();
+    const arrays: ArrayBufferView[] = [];
+    for (const f of SEARCH_FIELDS) {
+      const x = done!.indexes.search[f];
+      arrays.push(x.offsets, x.rows, x.tfs, x.lengths);
+    }
+    for (const r of CHILD_RESOURCES) {
+      const c = done!.store.children[r] as ChildIndexType;
+      arrays.push(c.offsets, c.rows);
+    }
+    for (const r of RESOURCE_NAMES) arrays.push(done!.rows[r]);
+    expect(arrays.filter((a) => a.byteLength > Buffer.poolSize).length).toBeGreaterThan(10);
+    for (const a of arrays) if (a.byteLength > Buffer.poolSize) expect(a.buffer).toBeInstanceOf(SharedArrayBuffer);
   }, 120_000);
 });
