@@ -9,6 +9,7 @@ import { StoreAccess } from '../access/access.js';
 import type { Generation } from '../access/generation.js';
 import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
+import { hasLexicon, lexiconSteps } from '../search/lexicon.js';
 import { termsWithImpactOrders } from '../search/ranked.js';
 import { runYielding } from '../util/steps.js';
 import type { ChangeWriter } from './change.js';
@@ -68,6 +69,8 @@ export class Compactor {
       const started = performance.now();
       const result = await this.compacted(g);
       const tables = await runYielding(carriedAccessSteps(g.access, result));
+      // the new indexes' lexicons, where the old ones' were in use: the first address search after it would build one at once
+      for (const f of SEARCH_FIELDS) if (hasLexicon(g.access.search[f].base)) await runYielding(lexiconSteps(result.indexes.search[f]));
       this.done = { count: this.done.count + 1, seconds: this.done.seconds + (performance.now() - started) / 1000 };
       const { store, indexes } = result;
       const compacted: Generation = { id: this.generations.nextId(), store, access: new StoreAccess(store, indexes, tables) };

@@ -10,6 +10,7 @@
  */
 import { ByteIndex, type ByteIndexState } from '../store/byte-index.js';
 import { decodeUtf8, hashBytes, writeUtf8 } from '../store/bytes.js';
+import { runNow, type Steps } from '../util/steps.js';
 
 export class TermDictionary {
   private strings: string[] | null = null;
@@ -51,9 +52,17 @@ export class TermDictionary {
    * lexicon (search/lexicon.ts), which sorts and searches the terms by text.
    */
   list(): readonly string[] {
+    return this.strings ?? runNow(this.listSteps());
+  }
+
+  /** `list()` in steps (a check point every 256 terms decoded). */
+  *listSteps(): Steps<readonly string[]> {
     if (this.strings === null) {
       const out = new Array<string>(this.size);
-      for (let t = 0; t < out.length; t++) out[t] = this.term(t);
+      for (let t = 0; t < out.length; t++) {
+        if ((t & 255) === 255) yield;
+        out[t] = this.term(t);
+      }
       this.strings = out;
     }
     return this.strings;

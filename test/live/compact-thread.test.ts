@@ -4,7 +4,8 @@
  * changed engine is its compacted image, made on the event loop), the next change appends into the
  * arrays that came back, and a second compaction, over arrays shared with the thread, matches too;
  * the impact orders of the terms searched before a compaction are sorted on the thread for the new
- * index, so the first search after it sorts none on the event loop; and the arrays the thread made
+ * index, so the first search after it sorts none on the event loop, and the new address index's
+ * lexicon is built before the publish when the old one's was in use; and the arrays the thread made
  * come back in shared memory, which V8 does not count against the event loop's heap.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +28,7 @@ const { CHILD_RESOURCES, RESOURCE_NAMES } = await import('../../src/schema/types
 const { dataset } = await import('../replicate/helpers.js');
 const { answers, change } = await import('./compaction-cases.js');
 const { IMPACT_MIN_POSTINGS, impactOrdersSorted } = await import('../../src/search/ranked.js');
+const { lexiconsBuilt } = await import('../../src/search/lexicon.js');
 
 const now = (): Date => new Date('2025-06-01T00:00:00Z');
 
@@ -98,6 +100,31 @@ describe('compaction on a worker thread', () => {
     expect(impactOrdersSorted()).toBe(afterCompaction);
     keys('updated'); // not searched before the compaction: sorted here, on first use
     expect(impactOrdersSorted()).toBe(afterCompaction + 1);
+  }, 120_000);
+
+  it("builds the new address index's lexicon before it publishes when the old one's was in use, and only then", async () => {
+    const street = String(base.Property[0].UnparsedAddress).split(' ').slice(0, 3).join(' ');
+    const address = (e: EngineType): string[] =>
+      e
+        .query('Property', `$filter=search.text(RawAddressSearchText,'${street.slice(0, -1)}')&$orderby=relevance desc&$top=10`)
+        .value.map((r) => r.ListingKey as string);
+    const before = address(threaded); // a prefix of the last word: the lexicon is in use
+    expect(before.length).toBeGreaterThan(0);
+    await threaded.apply([{ resource: 'Property', remove: base.Property.slice(1100, 1200).map((p) => p.ListingKey as string) }]);
+    const built = lexiconsBuilt();
+    await threaded.compact();
+    expect(lexiconsBuilt()).toBe(built + 1); // the address field's, the only one in use
+    expect(address(threaded)).toEqual(before);
+    expect(lexiconsBuilt()).toBe(built + 1); // the first address search after the compaction built none
+
+    // an engine whose address lexicon was never used: its compaction builds none
+    const small = dataset(300, 'compact-thread-lexicon');
+    const unused = await Engine.open({ data: small, now, compactFraction: false });
+    await unused.apply([{ resource: 'Property', remove: small.Property.slice(0, 10).map((p) => p.ListingKey as string) }]);
+    const generation = unused.generation;
+    await unused.compact();
+    expect(unused.generation).toBe(generation + 1);
+    expect(lexiconsBuilt()).toBe(built + 1);
   }, 120_000);
 
   it('hands back the arrays it made (postings, child groupings, row maps) in shared memory, not as plain buffers', async () => {
