@@ -16,6 +16,9 @@ import { execute, executeRecord, RESULT_CACHE_ENTRIES, RESULT_CACHE_ROWS, Result
 import { contextFragment, type ODataVersion, type QueryResult } from './exec/page.js';
 import { actualCounts, statisticsOf } from './exec/statistics.js';
 import { ChangeWriter, checkOperations, type ChangeOperation, type ChangeSummary } from './live/change.js';
+import { PageWarmer, WARM_MIN_BUILT, type WarmRequest } from './live/warm.js';
+import type { RecordSource } from './exec/page.js';
+import { recordsBuilt } from './store/record-cache.js';
 import { COMPACT_FRACTION, Compactor } from './live/compactor.js';
 import { EVENT_RETENTION_MS } from './live/compact.js';
 import { Generations, MAX_PINNED_GENERATIONS, PAGE_SNAPSHOT_TTL_MS } from './live/generations.js';
@@ -85,6 +88,8 @@ export class Engine {
   private readonly results: ResultCache | null;
   /** The newest generation and the $skiptoken of its nextLinks, made once per generation. */
   private current: { readonly gen: Generation; readonly token: string } | null = null;
+  /** Pages whose records a change keeps before it publishes (src/live/warm.ts). */
+  private readonly warmer = new PageWarmer((warm, gen) => this.pageOf(warm, gen));
 
   private constructor(
     store: Store,
@@ -219,6 +224,7 @@ export class Engine {
         checked,
         () => this.gen,
         (next) => this.generations.publish(next),
+        (next) => this.warmer.steps(this.gen, next),
       )
       .then((summary) => {
         this.compactor.afterChange();
@@ -327,6 +333,7 @@ export class Engine {
     options.onPlan?.(plan);
     const sources = options.sources;
     const stats = options.onExecuted === undefined ? undefined : { rowsScanned: 0 };
+    const built = recordsBuilt();
     const result = execute(
       plan,
       gen,
@@ -347,7 +354,28 @@ export class Engine {
     );
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     if (stats !== undefined) options.onExecuted!(stats);
+    // a page of the newest generation whose records were built, not copied: warmed before the next change publishes
+    if (gen === this.gen && plan.query.skiptoken === undefined && (this.warmer.active || recordsBuilt() - built >= WARM_MIN_BUILT)) {
+      this.warmer.ran({ request, sources }, gen, recordsBuilt() - built);
+    }
     return result;
+  }
+
+  /** The page `request` gives on `gen` as rows, no record built (null: its records are not plain); for the warmer. */
+  private pageOf({ request, sources }: WarmRequest, gen: Generation): RecordSource | null {
+    const plan = this.plans.plan(request, statisticsOf(gen));
+    let page: RecordSource | null = null;
+    execute(plan, gen, {
+      visible: rowVisibility(gen, gen.store.table(request.resource), sources),
+      visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+      sources,
+      nowMs: this.clock(),
+      token: this.generations.tokenOf(gen),
+      base: '',
+      onPage: (p) => (page = p),
+      plainPagesAsRows: true,
+    });
+    return page;
   }
 
   /**

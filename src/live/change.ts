@@ -21,7 +21,7 @@
  * rolls every table back to the previous generation (nothing of the change is visible, ever).
  */
 import { QueryError } from '../errors.js';
-import { Pacer, runYielding } from '../util/steps.js';
+import { Pacer, runYielding, type Steps } from '../util/steps.js';
 import { type PointView } from '../geo/live-points.js';
 import type { Generation } from '../access/generation.js';
 export type { Generation };
@@ -215,13 +215,27 @@ export class ChangeWriter {
     return run;
   }
 
-  /** Applies the change to `current()` (read when the change starts) and hands the result to `publish`. */
-  apply(operations: readonly ChangeOperation[], current: () => Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+  /**
+   * Applies the change to `current()` (read when the change starts) and hands the result to
+   * `publish`, after running `prepare`'s steps on it (the pages warmed: src/live/warm.ts; they must
+   * not throw).
+   */
+  apply(
+    operations: readonly ChangeOperation[],
+    current: () => Generation,
+    publish: (g: Generation) => void,
+    prepare?: (next: Generation) => Steps<void>,
+  ): Promise<ChangeSummary> {
     const change: PendingChange = { operations };
-    return this.exclusive(() => this.run(change, current(), publish));
+    return this.exclusive(() => this.run(change, current(), publish, prepare));
   }
 
-  private async run(change: PendingChange, g0: Generation, publish: (g: Generation) => void): Promise<ChangeSummary> {
+  private async run(
+    change: PendingChange,
+    g0: Generation,
+    publish: (g: Generation) => void,
+    prepare: ((next: Generation) => Steps<void>) | undefined,
+  ): Promise<ChangeSummary> {
     const store0 = g0.store;
     const appenders = (this.appenders ??= Object.fromEntries(RESOURCE_NAMES.map((r) => [r, new TableAppender(store0.table(r))])) as Record<
       ResourceName,
@@ -236,7 +250,10 @@ export class ChangeWriter {
     this.undo = new Map();
     try {
       const next = await this.build(change, g0, appenders, pacer);
-      if (next.generation !== null) publish(next.generation);
+      if (next.generation !== null) {
+        if (prepare !== undefined) await runYielding(prepare(next.generation), pacer);
+        publish(next.generation);
+      }
       return next.summary;
     } catch (e) {
       for (const rollback of rollbacks) rollback();

@@ -107,6 +107,7 @@ export class RecordShape {
     const kept = this.kept.get(row);
     if (kept !== undefined) return this.copy(columns, kept, row, nowMs);
     if (!this.worthKeeping || cache.budget <= 0) return this.build(columns, row, nowMs);
+    built++;
     const seen = (this.seen ??= new Int32Array(SEEN_SLOTS).fill(-1));
     const slot = row & (SEEN_SLOTS - 1);
     if (seen[slot] !== row) {
@@ -118,10 +119,25 @@ export class RecordShape {
     return this.copy(columns, record, row, nowMs);
   }
 
+  /** Keeps the record of a row now, unless it is kept or not worth keeping (a page warmed before a change publishes: src/live/warm.ts). */
+  keep(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): void {
+    if (this.kept.has(row) || !this.worthKeeping || cache.budget <= 0) return;
+    const record = this.build(columns, row, nowMs);
+    cache.keep(this.kept, row, record, this.size(record));
+  }
+
   /** The record built afresh, nothing kept or read from what is kept (tests compare the two). */
   built(columns: readonly Column[], row: number, nowMs: number): JsonRecord {
     return this.build(columns, row, nowMs);
   }
+}
+
+/** Records worth keeping built for callers (not copied from kept ones) so far in this process. */
+let built = 0;
+
+/** Records built for callers so far: a query that built many read rows whose records were not kept (src/live/warm.ts). */
+export function recordsBuilt(): number {
+  return built;
 }
 
 /** The process's kept records (about 32 MB). */
