@@ -104,7 +104,9 @@ export class Engine {
     this.results = results === null ? null : new ResultCache(results.maxEntries, results.maxRows);
     this.generations = new Generations({ id: 0, store, access: new StoreAccess(store, indexes) }, clock, pageTtl);
     this.writer = new ChangeWriter(clock, () => this.generations.nextId(), firstVersions);
-    this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock });
+    this.compactor = new Compactor(this.generations, this.writer, compactFraction, { retentionMs: eventRetentionMs, clock }, (previous, next) =>
+      this.warmer.steps(previous, next),
+    );
   }
 
   /** With `postgres`: an engine over a PostgreSQL database (src/pg), loaded with `data` first when given. */

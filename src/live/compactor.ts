@@ -11,7 +11,7 @@ import { RESOURCE_NAMES, type ResourceName } from '../schema/types.js';
 import { SEARCH_FIELDS, type SearchFieldName } from '../schema/search-fields.js';
 import { hasLexicon, lexiconSteps } from '../search/lexicon.js';
 import { termsWithImpactOrders } from '../search/ranked.js';
-import { runYielding } from '../util/steps.js';
+import { runYielding, type Steps } from '../util/steps.js';
 import type { ChangeWriter } from './change.js';
 import {
   carriedAccessSteps,
@@ -48,6 +48,8 @@ export class Compactor {
     private readonly fraction: number | false = COMPACT_FRACTION,
     /** The EntityEvent log's retention (EVENT_RETENTION_MS) and the engine's clock. */
     private readonly log: { readonly retentionMs: number; readonly clock: () => number } = { retentionMs: EVENT_RETENTION_MS, clock: () => Date.now() },
+    /** Steps run on the compacted generation before it is published (the pages warmed: src/live/warm.ts). */
+    private readonly prepare?: (previous: Generation, next: Generation) => Steps<void>,
   ) {
     this.setBase(generations.current);
   }
@@ -74,6 +76,7 @@ export class Compactor {
       this.done = { count: this.done.count + 1, seconds: this.done.seconds + (performance.now() - started) / 1000 };
       const { store, indexes } = result;
       const compacted: Generation = { id: this.generations.nextId(), store, access: new StoreAccess(store, indexes, tables) };
+      if (this.prepare !== undefined) await runYielding(this.prepare(g, compacted));
       this.writer.rebase();
       this.setBase(compacted);
       this.generations.publish(compacted);

@@ -13,8 +13,11 @@
  * WARM_REQUESTS, the most recently asked first), and before a change publishes its generation it
  * runs each that was asked on the generation the change replaces on the new one, taking the page's
  * rows without building records, and keeps those rows' records, a few between two check points. A
- * request not asked on a generation is forgotten at the next change: one that paged once is warmed
- * at most once.
+ * request not asked on a generation is forgotten at the next change (one that paged once is warmed
+ * at most once), and so is one whose warming kept fewer than WARM_MIN_BUILT records (its page did
+ * not move: after a compaction every page's records are built again, on a new lineage, and
+ * warming the pages that stay would cost a run each per change for nothing). A compaction warms
+ * its generation the same way before publishing it.
  */
 import type { Generation } from '../access/generation.js';
 import type { RecordSource } from '../exec/page.js';
@@ -90,11 +93,14 @@ export class PageWarmer {
       if (page === null) continue;
       this.done.pages++;
       const { table, fields, nowMs, rows } = page;
+      let kept = 0;
       for (let i = 0; i < rows.length; i++) {
-        table.keepRecord(rows[i], fields, nowMs);
+        if (table.keepRecord(rows[i], fields, nowMs)) kept++;
         if (i % KEEP_STEP === KEEP_STEP - 1) yield;
       }
       this.done.rows += rows.length;
+      // a page that did not move onto rows whose records were not kept is not warmed again (until a run builds enough again)
+      if (kept < WARM_MIN_BUILT) this.entries = this.entries.filter((e) => e !== entry);
     }
   }
 }

@@ -119,11 +119,15 @@ export class RecordShape {
     return this.copy(columns, record, row, nowMs);
   }
 
-  /** Keeps the record of a row now, unless it is kept or not worth keeping (a page warmed before a change publishes: src/live/warm.ts). */
-  keep(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): void {
-    if (this.kept.has(row) || !this.worthKeeping || cache.budget <= 0) return;
+  /**
+   * Keeps the record of a row now, unless it is kept or not worth keeping (a page warmed before a
+   * change publishes: src/live/warm.ts); whether it built one.
+   */
+  keep(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): boolean {
+    if (this.kept.has(row) || !this.worthKeeping || cache.budget <= 0) return false;
     const record = this.build(columns, row, nowMs);
     cache.keep(this.kept, row, record, this.size(record));
+    return true;
   }
 
   /** The record built afresh, nothing kept or read from what is kept (tests compare the two). */

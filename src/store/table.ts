@@ -79,9 +79,9 @@ export class Table {
     return this.shapeOf(fields).record(this.columns, row, nowMs ?? this.clock(), recordCache);
   }
 
-  /** Keeps the record `record(row, fields)` would build, so that its next read copies it (record-cache.ts). */
-  keepRecord(row: number, fields: readonly string[] | undefined, nowMs: number): void {
-    this.shapeOf(fields).keep(this.columns, row, nowMs, recordCache);
+  /** Keeps the record `record(row, fields)` would build, so that its next read copies it (record-cache.ts); whether it built one. */
+  keepRecord(row: number, fields: readonly string[] | undefined, nowMs: number): boolean {
+    return this.shapeOf(fields).keep(this.columns, row, nowMs, recordCache);
   }
 
   /** The record of a row built afresh, as `record` gives it, without reading or keeping a kept record (tests compare the two). */

@@ -2,8 +2,9 @@
  * Pages warmed before a change publishes (src/live/warm.ts): a deep page newest first that a change
  * moves onto rows no query read has its records kept before the new generation is published, when
  * it was asked on the generation the change replaces, so that its first run there builds none; the
- * answers are those of an engine that warmed nothing; a request not asked again is forgotten, and
- * one that built few records is never warmed.
+ * answers are those of an engine opened on the same data; a request not asked again is forgotten,
+ * and so is one whose page stopped moving; one that built few records is never warmed; a compaction
+ * warms its generation too.
  */
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine.js';
@@ -75,6 +76,35 @@ describe('pages warmed before a change publishes', () => {
     expect(warmerOf(engine).done.pages).toBe(1);
     // the deep page, not warmed since: its first run on the newest generation builds the records of the rows it moved onto
     expect(built(() => engine.query('Property', DEEP))).toBeGreaterThanOrEqual(WARM_MIN_BUILT);
+  });
+
+  it('forgets a page that stopped moving, after the one warming that found its records kept', async () => {
+    const engine = await Engine.open({ data: base, now, compactFraction: false, resultCache: false });
+    const cheapest = `$orderby=ListPrice asc,ListingKey&$top=40`; // the changes raise prices of listings far above these
+    expect(built(() => engine.query('Property', cheapest))).toBe(40);
+    await engine.upsert('Property', change(0));
+    expect(warmerOf(engine).done.pages).toBe(1); // its rows' records kept now (the first read only noted them)
+    expect(built(() => engine.query('Property', cheapest))).toBe(0);
+    await engine.upsert('Property', change(1));
+    expect(warmerOf(engine).done.pages).toBe(2); // kept nothing new: forgotten
+    engine.query('Property', cheapest);
+    await engine.upsert('Property', change(2));
+    expect(warmerOf(engine).done.pages).toBe(2);
+  });
+
+  it('warms the compacted generation before a compaction publishes it', async () => {
+    const engine = await Engine.open({ data: base, now, compactFraction: false, resultCache: false });
+    engine.query('Property', DEEP);
+    await engine.upsert('Property', change(0));
+    const first = engine.query('Property', DEEP);
+    const generation = engine.generation;
+    await engine.compact();
+    expect(engine.generation).toBe(generation + 1);
+    expect(warmerOf(engine).done.pages).toBe(2);
+    // the compacted tables are a new lineage: without the warming every record of the page would be built again
+    const before = recordsBuilt();
+    expect(engine.query('Property', DEEP)).toEqual(first);
+    expect(recordsBuilt()).toBe(before);
   });
 
   it('warms a page with the sources of the request that asked for it', async () => {
