@@ -358,7 +358,7 @@ export class Engine {
     if (stats !== undefined) options.onExecuted!(stats);
     // a page of the newest generation whose records were built, not copied: warmed before the next change publishes
     if (gen === this.gen && plan.query.skiptoken === undefined && (this.warmer.active || recordsBuilt() - built >= WARM_MIN_BUILT)) {
-      this.warmer.ran({ request, sources }, gen, recordsBuilt() - built);
+      this.warmer.ran(request, sources, gen, recordsBuilt() - built);
     }
     return result;
   }

@@ -60,20 +60,21 @@ export class PageWarmer {
   }
 
   /**
-   * After a request ran on `gen` and built `built` records: remembered when it built enough, its
-   * generation noted when it is remembered already.
+   * After a request ran on `gen` for `sources` and built `built` records: remembered when it built
+   * enough, its generation noted when it is remembered already (no object made per query: the
+   * engine calls this for every query once any request is remembered).
    */
-  ran(warm: WarmRequest, gen: Generation, built: number): void {
-    if (warm.request.navigation !== undefined || warm.request.countOnly === true) return;
+  ran(request: PlanRequest, sources: readonly string[] | undefined, gen: Generation, built: number): void {
+    if (request.navigation !== undefined || request.countOnly === true) return;
     for (const entry of this.entries) {
-      if (sameRequest(entry, warm)) {
+      if (sameRequest(entry, request, sources)) {
         entry.askedOn = gen.id;
         return;
       }
     }
     if (built < WARM_MIN_BUILT) return;
     if (this.entries.length >= WARM_REQUESTS) this.entries.shift();
-    this.entries.push({ ...warm, askedOn: gen.id });
+    this.entries.push({ request, sources, askedOn: gen.id });
   }
 
   /** Steps that keep, for each request asked on `previous`, the records of its page on `next` (never throw). */
@@ -106,10 +107,9 @@ export class PageWarmer {
 }
 
 /** The same request for the same sources (texts compared first: most differ in length). */
-function sameRequest(a: WarmRequest, b: WarmRequest): boolean {
+function sameRequest(a: WarmRequest, request: PlanRequest, sources: readonly string[] | undefined): boolean {
   const x = a.request;
-  const y = b.request;
-  if (x.text !== y.text || x.resource !== y.resource || x.maxPageSize !== y.maxPageSize) return false;
-  if (a.sources === b.sources) return true;
-  return a.sources !== undefined && b.sources !== undefined && a.sources.length === b.sources.length && a.sources.every((s, i) => s === b.sources![i]);
+  if (x.text !== request.text || x.resource !== request.resource || x.maxPageSize !== request.maxPageSize) return false;
+  if (a.sources === sources) return true;
+  return a.sources !== undefined && sources !== undefined && a.sources.length === sources.length && a.sources.every((s, i) => s === sources[i]);
 }
