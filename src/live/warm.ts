@@ -10,7 +10,7 @@
  * two slow runs in about eight.
  *
  * The engine remembers the requests whose run built at least WARM_MIN_BUILT records (up to
- * WARM_REQUESTS, the most recently asked first), and before a change publishes its generation it
+ * WARM_REQUESTS: past it, the one remembered longest ago goes), and before a change publishes its generation it
  * runs each that was asked on the generation the change replaces on the new one, taking the page's
  * rows without building records, and keeps those rows' records, a few between two check points. A
  * request not asked on a generation is forgotten at the next change (one that paged once is warmed
@@ -91,7 +91,11 @@ export class PageWarmer {
         continue;
       }
       yield;
-      if (page === null) continue;
+      if (page === null) {
+        // not a page of plain records ($expand, $ignorenulls: built per response): nothing to keep
+        this.entries = this.entries.filter((e) => e !== entry);
+        continue;
+      }
       this.done.pages++;
       const { table, fields, nowMs, rows } = page;
       let kept = 0;

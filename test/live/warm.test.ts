@@ -18,6 +18,7 @@ const SHALLOW = `$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc,List
 
 interface Warmed {
   readonly done: { readonly pages: number; readonly rows: number };
+  readonly active: boolean;
 }
 const warmerOf = (e: Engine): Warmed => (e as unknown as { warmer: Warmed }).warmer;
 
@@ -90,6 +91,15 @@ describe('pages warmed before a change publishes', () => {
     engine.query('Property', cheapest);
     await engine.upsert('Property', change(2));
     expect(warmerOf(engine).done.pages).toBe(2);
+  });
+
+  it('forgets a page whose records are not plain (an expansion), after one try', async () => {
+    const engine = await Engine.open({ data: base, now, compactFraction: false, resultCache: false });
+    const expanded = `${DEEP}&$expand=Media($top=1)`;
+    expect(built(() => engine.query('Property', expanded))).toBeGreaterThanOrEqual(WARM_MIN_BUILT);
+    await engine.upsert('Property', change(0));
+    expect(warmerOf(engine).done.pages).toBe(0); // its page comes back as records, not rows: nothing kept
+    expect(warmerOf(engine).active).toBe(false);
   });
 
   it('warms the compacted generation before a compaction publishes it', async () => {
