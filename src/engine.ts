@@ -71,7 +71,9 @@ export type { PostgresOpenOptions, PostgresOptions };
 /** Member and Office visibility for callers of every source, made once per generation (queries ask for it on every call). */
 const everySource = new WeakMap<Generation, ReturnType<typeof rosterVisibility>>();
 
-function allRosterVisibility(gen: Generation): ReturnType<typeof rosterVisibility> {
+/** Member and Office visibility for callers of `sources` (every source: undefined, made once per generation). */
+function rosterOf(gen: Generation, sources: readonly string[] | undefined): ReturnType<typeof rosterVisibility> {
+  if (sources !== undefined) return rosterVisibility(gen, sources);
   let v = everySource.get(gen);
   if (v === undefined) everySource.set(gen, (v = rosterVisibility(gen, undefined)));
   return v;
@@ -342,7 +344,7 @@ export class Engine {
       {
         stats,
         visible: rowVisibility(gen, gen.store.table(visibleAs), sources),
-        visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+        visibleOf: rosterOf(gen, sources),
         sources,
         nowMs: this.clock(),
         token,
@@ -357,9 +359,9 @@ export class Engine {
     if (result['@odata.nextLink'] !== undefined) this.generations.pinForPaging(gen);
     if (stats !== undefined) options.onExecuted!(stats);
     // a page of the newest generation whose records were built, not copied: warmed before the next change publishes
-    if (gen === this.gen && plan.query.skiptoken === undefined && (this.warmer.active || recordsBuilt() - built >= WARM_MIN_BUILT)) {
-      this.warmer.ran(request, sources, gen, recordsBuilt() - built);
-    }
+    const fresh = recordsBuilt() - built;
+    if (gen === this.gen && plan.query.skiptoken === undefined && (this.warmer.active || fresh >= WARM_MIN_BUILT))
+      this.warmer.ran(request, sources, gen, fresh);
     return result;
   }
 
@@ -369,7 +371,7 @@ export class Engine {
     let page: RecordSource | null = null;
     execute(plan, gen, {
       visible: rowVisibility(gen, gen.store.table(request.resource), sources),
-      visibleOf: sources === undefined ? allRosterVisibility(gen) : rosterVisibility(gen, sources),
+      visibleOf: rosterOf(gen, sources),
       sources,
       nowMs: this.clock(),
       token: this.generations.tokenOf(gen),
@@ -391,7 +393,7 @@ export class Engine {
     const visible = rowVisibility(gen, table, options.sources);
     if (row < 0 || (visible !== null && !visible(row))) return null;
     const plan = this.plans.plan({ resource, text: queryText(query) }, statisticsOf(gen));
-    return executeRecord(plan, gen, row, { visible, visibleOf: rosterVisibility(gen, options.sources), nowMs: this.clock(), base: options.base ?? '' });
+    return executeRecord(plan, gen, row, { visible, visibleOf: rosterOf(gen, options.sources), nowMs: this.clock(), base: options.base ?? '' });
   }
 
   /** How a query would run: as text (default), or the Plan itself with `{ format: 'json' }`. */
@@ -407,7 +409,7 @@ export class Engine {
     const accessRows = a.kind === 'scan' ? stats.rowCount(resource) : a.kind === 'range' ? stats.rangeRows(resource, a.field, conjuncts(plan.filter)) : null;
     const actual = actualCounts(plan, gen, {
       visible: rowVisibility(gen, gen.store.table(resource), options.sources),
-      visibleOf: rosterVisibility(gen, options.sources),
+      visibleOf: rosterOf(gen, options.sources),
       sources: options.sources,
       nowMs: this.clock(),
       token: '',

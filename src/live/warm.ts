@@ -45,8 +45,8 @@ interface Entry extends WarmRequest {
 export class PageWarmer {
   /** The requests remembered, the least recently remembered first (few: looked up by a scan, no key string made per query). */
   private entries: Entry[] = [];
-  /** Pages warmed, and the rows of those pages, so far (tests read them). */
-  readonly done = { pages: 0, rows: 0 };
+  /** Pages warmed so far (tests read it). */
+  readonly done = { pages: 0 };
 
   /**
    * @param page the page `request` gives on `gen`, as rows without records built (null: not a
@@ -87,13 +87,13 @@ export class PageWarmer {
         page = this.page(entry, next);
       } catch {
         // a request that cannot run on the new generation is not warmed again
-        this.entries = this.entries.filter((e) => e !== entry);
+        this.forget(entry);
         continue;
       }
       yield;
       if (page === null) {
         // not a page of plain records ($expand, $ignorenulls: built per response): nothing to keep
-        this.entries = this.entries.filter((e) => e !== entry);
+        this.forget(entry);
         continue;
       }
       this.done.pages++;
@@ -103,10 +103,14 @@ export class PageWarmer {
         if (table.keepRecord(rows[i], fields, nowMs)) kept++;
         if (i % KEEP_STEP === KEEP_STEP - 1) yield;
       }
-      this.done.rows += rows.length;
       // a page that did not move onto rows whose records were not kept is not warmed again (until a run builds enough again)
-      if (kept < WARM_MIN_BUILT) this.entries = this.entries.filter((e) => e !== entry);
+      if (kept < WARM_MIN_BUILT) this.forget(entry);
     }
+  }
+
+  /** Drops `entry` (queries may have remembered others meanwhile: the list is filtered, not replaced). */
+  private forget(entry: Entry): void {
+    this.entries = this.entries.filter((e) => e !== entry);
   }
 }
 

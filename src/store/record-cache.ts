@@ -114,9 +114,7 @@ export class RecordShape {
       seen[slot] = row;
       return this.build(columns, row, nowMs);
     }
-    const record = this.build(columns, row, nowMs);
-    cache.keep(this.kept, row, record, this.size(record));
-    return this.copy(columns, record, row, nowMs);
+    return this.copy(columns, this.buildAndKeep(columns, row, nowMs, cache), row, nowMs);
   }
 
   /**
@@ -125,9 +123,15 @@ export class RecordShape {
    */
   keep(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): boolean {
     if (this.kept.has(row) || !this.worthKeeping || cache.budget <= 0) return false;
+    this.buildAndKeep(columns, row, nowMs, cache);
+    return true;
+  }
+
+  /** The record of a row built and kept. */
+  private buildAndKeep(columns: readonly Column[], row: number, nowMs: number, cache: KeptRows<JsonRecord>): JsonRecord {
     const record = this.build(columns, row, nowMs);
     cache.keep(this.kept, row, record, this.size(record));
-    return true;
+    return record;
   }
 
   /** The record built afresh, nothing kept or read from what is kept (tests compare the two). */

@@ -17,7 +17,7 @@ const DEEP = `$filter=StandardStatus eq 'Active'&$orderby=ModificationTimestamp 
 const SHALLOW = `$filter=StandardStatus eq 'Active'&$orderby=ListPrice desc,ListingKey&$top=5`;
 
 interface Warmed {
-  readonly done: { readonly pages: number; readonly rows: number };
+  readonly done: { readonly pages: number };
   readonly active: boolean;
 }
 const warmerOf = (e: Engine): Warmed => (e as unknown as { warmer: Warmed }).warmer;
